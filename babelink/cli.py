@@ -1,0 +1,143 @@
+"""Command line: a thin layer over `babelink.kb.readers`, `babelink.link.bundle` and `Linker`."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional, TextIO
+
+import typer
+
+from babelink.errors import BabelinkError, InputFormatError, InvalidInputError
+from babelink.kb.io import iter_lines, iter_stream_lines
+from babelink.lang import parse_languages
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Cross-lingual biomedical entity linking.")
+
+
+class OutputFormat(str, Enum):
+    jsonl = "jsonl"
+    tsv = "tsv"
+
+
+BundleOption = Annotated[
+    Optional[Path], typer.Option("--bundle", "-b", help="Bundle directory; the embedded default when omitted.")
+]
+
+
+@app.command()
+def build(
+    kb: Annotated[Path, typer.Option("--kb", help="KB file or directory (MRCONSO.RRF, CTD_diseases.tsv, .obo, .tsv, .jsonl).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Bundle directory to write (replaced atomically).")],
+    kb_format: Annotated[Optional[str], typer.Option("--kb-format", help="umls|ctd|obo|tsv|jsonl|parquet; inferred when omitted.")] = None,
+    lang: Annotated[Optional[list[str]], typer.Option("--lang", help="Keep names in these languages (ISO or UMLS LAT; repeat or comma-separate).")] = None,
+    source: Annotated[Optional[list[str]], typer.Option("--source", help="UMLS only: keep these SABs.")] = None,
+    term_type: Annotated[Optional[list[str]], typer.Option("--term-type", help="UMLS only: keep these TTYs.")] = None,
+) -> None:
+    """Read a KB and write a bundle (KB + fitted TF-IDF index + manifest)."""
+    from babelink.kb.readers import read_kb
+    from babelink.link.bundle import build_bundle
+
+    languages = parse_languages(lang)
+    knowledge_base = read_kb(kb, kb_format, languages=languages, sources=source, term_types=term_type)
+    source_info = {"path": str(kb.absolute()), "format": kb_format, "languages": sorted(languages or []),
+                   "sources": source or [], "term_types": term_type or []}
+    path = build_bundle(knowledge_base, out, kb_source=source_info)
+    typer.echo(f"wrote {path}: {len(knowledge_base):,} concepts, {knowledge_base.num_names:,} names", err=True)
+
+
+def _mentions_from(input_path: str) -> Iterator[str]:
+    """One mention per line; `.jsonl` lines may be a JSON string or `{"mention": …}`, `.tsv` uses column 1."""
+    name = "<stdin>" if input_path == "-" else input_path
+    lines = iter_stream_lines(sys.stdin.buffer, name) if input_path == "-" else iter_lines(input_path)
+    for number, line in lines:
+        if name.endswith(".jsonl"):
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise InputFormatError(name, number, f"invalid JSON: {error.msg}") from None
+            line = value.get("mention") if isinstance(value, dict) else value
+            if not isinstance(line, str):
+                raise InputFormatError(name, number, 'expected a JSON string or an object with a "mention" string')
+        elif name.endswith(".tsv"):
+            line = line.split("\t", 1)[0]
+        if not line.strip():
+            raise InputFormatError(name, number, "empty mention")
+        yield line
+
+
+@contextlib.contextmanager
+def _open_output(output: str) -> Iterator[TextIO]:
+    """stdout for `-`; otherwise a temporary file renamed onto `output` only when complete."""
+    if output == "-":
+        yield sys.stdout
+        return
+    target = Path(output)
+    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent if str(target.parent) else ".")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            yield stream
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+@app.command()
+def normalize(
+    mentions: Annotated[Optional[list[str]], typer.Argument(help="Mentions to normalise (or use --input).")] = None,
+    bundle: BundleOption = None,
+    input_path: Annotated[Optional[str], typer.Option("--input", "-i", help="File with one mention per line; '-' for stdin.")] = None,
+    output: Annotated[str, typer.Option("--output", "-o", help="Output file; '-' for stdout.")] = "-",
+    top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, help="Concepts per mention.")] = 5,
+    output_format: Annotated[OutputFormat, typer.Option("--format", help="jsonl: one object per mention; tsv: one row per candidate.")] = OutputFormat.jsonl,
+) -> None:
+    """Rank KB concepts for each mention (any language)."""
+    from babelink.link.pipeline import Linker
+
+    if bool(mentions) == bool(input_path):
+        raise InvalidInputError("give mentions as arguments or --input FILE, not both or neither")
+    for mention in mentions or ():
+        if not mention.strip():
+            raise InvalidInputError("empty mention given as an argument")
+    linker = Linker.from_bundle(bundle) if bundle else Linker.default()
+    stream = mentions if mentions else _mentions_from(input_path)
+    with _open_output(output) as out:
+        if output_format is OutputFormat.tsv:
+            out.write("mention\trank\tid\tname\tmatched_name\tscore\n")
+        for mention, candidates in linker.normalize_stream(stream, top_k):
+            if output_format is OutputFormat.jsonl:
+                record = {"mention": mention, "candidates": [candidate.to_dict() for candidate in candidates]}
+                out.write(json.dumps(record, ensure_ascii=False) + "\n")
+            else:
+                for rank, c in enumerate(candidates, start=1):
+                    out.write(f"{mention}\t{rank}\t{c.concept_id}\t{c.name}\t{c.matched_name}\t{c.score:.6f}\n")
+
+
+@app.command()
+def info(bundle: BundleOption = None) -> None:
+    """Print a bundle's manifest (the embedded default's when --bundle is omitted)."""
+    from babelink.link.bundle import read_manifest
+    from babelink.link.default import default_bundle
+
+    typer.echo(json.dumps(read_manifest(bundle or default_bundle()), indent=2, ensure_ascii=False))
+
+
+def main() -> None:
+    """Entry point: babelink errors become one line on stderr and exit status 1."""
+    try:
+        app()
+    except BabelinkError as error:
+        typer.echo(f"babelink: error: {error}", err=True)
+        sys.exit(1)
+    except BrokenPipeError:
+        sys.exit(141)
+    except OSError as error:
+        typer.echo(f"babelink: error: {error.filename or ''}: {error.strerror or error}", err=True)
+        sys.exit(1)

@@ -1,0 +1,80 @@
+"""The searchable name list of a KB: unique normalised strings, each pointing to its concepts.
+
+Every index searches strings, not KB rows: the 240k names of open-umls collapse to fewer
+distinct normalised strings, and a hit on a string is expanded to all concepts that carry it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from babelink.kb.base import KnowledgeBase
+from babelink.text import normalize_name
+
+STRINGS_FILE = "strings.parquet"
+LINKS_FILE = "string_concepts.npz"
+
+
+class NameTable:
+    """`strings[i]` (normalised) was written `surfaces[i]` in the KB and names
+    `concept_rows[offsets[i]:offsets[i + 1]]` (rows of the KB concept table)."""
+
+    def __init__(self, strings: list[str], surfaces: list[str], offsets: np.ndarray, concept_rows: np.ndarray):
+        self.strings = strings
+        self.surfaces = surfaces
+        self.offsets = offsets
+        self.concept_rows = concept_rows
+        self._row_of_string: dict[str, int] | None = None
+
+    def __len__(self) -> int:
+        return len(self.strings)
+
+    @classmethod
+    def from_kb(cls, kb: KnowledgeBase) -> NameTable:
+        names = kb.names.column("name").to_pylist()
+        normalized = pa.array([normalize_name(name) for name in names], pa.string())
+        keep = pc.not_equal(normalized, "")
+        encoded = pc.dictionary_encode(normalized.filter(keep))
+        string_ids = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        concept_rows = pc.index_in(kb.names.column("concept_id").filter(keep), value_set=kb.concepts.column("concept_id"))
+        concept_rows = concept_rows.to_numpy(zero_copy_only=False).astype(np.int64)
+        kept_names = np.asarray(names, dtype=object)[keep.to_numpy(zero_copy_only=False)]
+        _, first_row = np.unique(string_ids, return_index=True)
+        # One (string, concept) pair each, sorted by string, then by the concept's KB order.
+        pairs = np.unique(np.stack([string_ids, concept_rows], axis=1), axis=0)
+        offsets = np.searchsorted(pairs[:, 0], np.arange(len(encoded.dictionary) + 1)).astype(np.int64)
+        return cls(
+            strings=encoded.dictionary.to_pylist(),
+            surfaces=kept_names[first_row].tolist(),
+            offsets=offsets,
+            concept_rows=pairs[:, 1].astype(np.int32),
+        )
+
+    def concepts_of(self, string_index: int) -> np.ndarray:
+        return self.concept_rows[self.offsets[string_index] : self.offsets[string_index + 1]]
+
+    def lookup(self, normalized: str) -> int | None:
+        """Index of an exact normalised string, or None."""
+        if self._row_of_string is None:
+            self._row_of_string = {string: row for row, string in enumerate(self.strings)}
+        return self._row_of_string.get(normalized)
+
+    def save(self, directory: Path) -> list[Path]:
+        strings_path, links_path = directory / STRINGS_FILE, directory / LINKS_FILE
+        table = pa.table({"string": self.strings, "surface": self.surfaces})
+        pq.write_table(table, strings_path, compression="zstd")
+        with open(links_path, "wb") as stream:
+            np.savez(stream, offsets=self.offsets, concept_rows=self.concept_rows)
+        return [strings_path, links_path]
+
+    @classmethod
+    def load(cls, directory: Path) -> NameTable:
+        table = pq.read_table(directory / STRINGS_FILE, memory_map=True)
+        with np.load(directory / LINKS_FILE) as links:
+            offsets, concept_rows = links["offsets"], links["concept_rows"]
+        return cls(table.column("string").to_pylist(), table.column("surface").to_pylist(), offsets, concept_rows)

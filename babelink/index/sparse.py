@@ -1,0 +1,134 @@
+"""Char n-gram TF-IDF index with cosine top-k search (000 §4.2 representation, §4.3 matcher).
+
+Exact sparse cosine against every name is slow because short n-grams ("e", "in") occur in
+most names. Search therefore runs in two steps: *retrieve* scores only the selective n-grams
+(those in at most `max_posting_fraction` of the names) to shortlist `pool` strings per query,
+then *rescore* computes the exact cosine of each shortlisted string over all n-grams. A name
+sharing only common n-grams with the query cannot reach a high cosine, so the shortlist keeps
+the true top-k; `benchmarks/normalization.py` measures the agreement against exhaustive search.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import scipy.sparse as sp
+from sklearn.feature_extraction.text import TfidfVectorizer
+
+VOCABULARY_FILE = "tfidf_vocabulary.parquet"
+MATRIX_FILE = "tfidf_matrix.npz"
+PARAMS_FILE = "tfidf_params.json"
+
+
+@dataclass(frozen=True)
+class TfidfParams:
+    """Vectorizer and search settings; stored in the bundle manifest."""
+
+    analyzer: str = "char_wb"  # "char" crosses word boundaries, "char_wb" pads each word
+    ngram_min: int = 1
+    ngram_max: int = 3
+    sublinear_tf: bool = True
+    pool: int = 64  # strings shortlisted per query before exact rescoring
+    max_posting_fraction: float = 0.02  # n-grams in more names than this are not used to shortlist
+    exhaustive: bool = False  # score every name with every n-gram (slow; the reference)
+
+
+class TfidfNameIndex:
+    """Fits a char n-gram TF-IDF on normalised name strings and finds the nearest by cosine."""
+
+    def __init__(self, params: TfidfParams, vectorizer: TfidfVectorizer, matrix: sp.csr_matrix):
+        self.params = params
+        self.vectorizer = vectorizer
+        self.matrix = matrix  # (strings × n-grams), rows L2-normalised
+        self._prepare_search()
+
+    @staticmethod
+    def _vectorizer(params: TfidfParams, vocabulary: dict[str, int] | None = None) -> TfidfVectorizer:
+        # min_df=1 and max_df=1.0: every n-gram of every name counts, so a 10-name KB keeps its vocabulary.
+        return TfidfVectorizer(
+            analyzer=params.analyzer,
+            ngram_range=(params.ngram_min, params.ngram_max),
+            lowercase=False,
+            sublinear_tf=params.sublinear_tf,
+            min_df=1,
+            max_df=1.0,
+            dtype=np.float32,
+            vocabulary=vocabulary,
+        )
+
+    @classmethod
+    def fit(cls, strings: list[str], params: TfidfParams = TfidfParams()) -> TfidfNameIndex:
+        if not strings:
+            raise ValueError("cannot fit a TF-IDF index on zero names")
+        vectorizer = cls._vectorizer(params)
+        matrix = vectorizer.fit_transform(strings).tocsr()
+        return cls(params, vectorizer, matrix)
+
+    def _prepare_search(self) -> None:
+        postings = np.bincount(self.matrix.indices, minlength=self.matrix.shape[1])
+        limit = max(1.0, self.params.max_posting_fraction * self.matrix.shape[0])
+        self._selective = sp.diags((postings <= limit).astype(np.float32)).tocsr()
+        self._retrieval_matrix = (self.matrix @ self._selective).T.tocsr()  # n-grams × strings
+
+    def transform(self, strings: list[str]) -> sp.csr_matrix:
+        return self.vectorizer.transform(strings).tocsr()
+
+    def search(self, strings: list[str], k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Top-k string indices and cosine scores per query, best first; -1 / 0.0 pad missing hits."""
+        queries = self.transform(strings)
+        if self.params.exhaustive:
+            return _top_k_rows((queries @ self.matrix.T).tocsr(), k)
+        shortlist = (queries @ self._selective) @ self._retrieval_matrix
+        candidates, _ = _top_k_rows(shortlist.tocsr(), max(k, self.params.pool))
+        return self._rescore(queries, candidates, k)
+
+    def _rescore(self, queries: sp.csr_matrix, candidates: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        query_rows, slots = np.nonzero(candidates >= 0)
+        string_rows = candidates[query_rows, slots]
+        exact = np.asarray(self.matrix[string_rows].multiply(queries[query_rows]).sum(axis=1)).ravel()
+        scores = np.full(candidates.shape, -np.inf, dtype=np.float32)
+        scores[query_rows, slots] = exact
+        order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+        best = np.take_along_axis(candidates, order, axis=1)
+        best_scores = np.take_along_axis(scores, order, axis=1)
+        missing = ~np.isfinite(best_scores) | (best < 0)
+        best[missing], best_scores[missing] = -1, 0.0
+        return best, best_scores
+
+    def save(self, directory: Path) -> list[Path]:
+        vocabulary = sorted(self.vectorizer.vocabulary_, key=self.vectorizer.vocabulary_.__getitem__)
+        paths = [directory / VOCABULARY_FILE, directory / MATRIX_FILE, directory / PARAMS_FILE]
+        pq.write_table(pa.table({"ngram": vocabulary, "idf": self.vectorizer.idf_.astype(np.float32)}), paths[0])
+        sp.save_npz(paths[1], self.matrix, compressed=False)
+        paths[2].write_text(json.dumps(asdict(self.params), indent=2))
+        return paths
+
+    @classmethod
+    def load(cls, directory: Path) -> TfidfNameIndex:
+        params = TfidfParams(**json.loads((directory / PARAMS_FILE).read_text()))
+        table = pq.read_table(directory / VOCABULARY_FILE)
+        vectorizer = cls._vectorizer(params, {ngram: column for column, ngram in enumerate(table.column("ngram").to_pylist())})
+        vectorizer.idf_ = table.column("idf").to_numpy()
+        return cls(params, vectorizer, sp.load_npz(directory / MATRIX_FILE).tocsr())
+
+
+def _top_k_rows(scores: sp.csr_matrix, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Column indices and values of the k largest entries of each sparse row, best first."""
+    n_rows = scores.shape[0]
+    indices = np.full((n_rows, k), -1, dtype=np.int64)
+    values = np.zeros((n_rows, k), dtype=np.float32)
+    for row in range(n_rows):
+        start, end = scores.indptr[row], scores.indptr[row + 1]
+        row_values, row_columns = scores.data[start:end], scores.indices[start:end]
+        if len(row_values) > k:
+            keep = np.argpartition(-row_values, k - 1)[:k]
+            row_values, row_columns = row_values[keep], row_columns[keep]
+        order = np.argsort(-row_values, kind="stable")
+        indices[row, : len(order)] = row_columns[order]
+        values[row, : len(order)] = row_values[order]
+    return indices, values

@@ -1,0 +1,70 @@
+"""One entry point over every KB reader, with the format inferred from the path when not given."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from pathlib import Path
+
+from babelink.errors import BabelinkError, InputFormatError
+from babelink.kb.base import KnowledgeBase
+
+FORMATS = ("umls", "ctd", "obo", "tsv", "jsonl", "parquet")
+
+
+def infer_format(path: Path) -> str:
+    """`MRCONSO.RRF[.gz]` → umls, `CTD_diseases.tsv[.gz]` → ctd, `*.obo`, `*.tsv`, `*.jsonl`, a saved KB directory."""
+    if path.is_dir():
+        if (path / "names.parquet").is_file():
+            return "parquet"
+        if (path / "MRCONSO.RRF").is_file() or (path / "MRCONSO.RRF.gz").is_file():
+            return "umls"
+        raise InputFormatError(path, None, "directory holds neither MRCONSO.RRF nor a saved KB (names.parquet)")
+    name = path.name.lower().removesuffix(".gz")
+    if name.startswith("mrconso") or name.endswith(".rrf"):
+        return "umls"
+    if name.startswith("ctd_diseases"):
+        return "ctd"
+    suffix = Path(name).suffix.lstrip(".")
+    if suffix in {"obo", "tsv", "jsonl"}:
+        return suffix
+    raise InputFormatError(path, None, f"cannot tell the KB format from the file name; pass --kb-format ({'|'.join(FORMATS)})")
+
+
+def read_kb(
+    path: str | Path,
+    kb_format: str | None = None,
+    *,
+    languages: frozenset[str] | None = None,
+    sources: Collection[str] | None = None,
+    term_types: Collection[str] | None = None,
+) -> KnowledgeBase:
+    """Read a KB in any supported format; `sources` / `term_types` apply to UMLS only."""
+    path = Path(path)
+    if not path.exists():
+        raise InputFormatError(path, None, "no such file or directory")
+    kb_format = kb_format or infer_format(path)
+    if (sources or term_types) and kb_format != "umls":
+        raise BabelinkError("--source and --term-type filter UMLS MRCONSO files only")
+    if kb_format == "umls":
+        from babelink.kb.umls import read_umls
+
+        mrconso = path if path.is_file() else next(p for p in (path / "MRCONSO.RRF", path / "MRCONSO.RRF.gz") if p.is_file())
+        return read_umls(mrconso, languages=languages, sources=sources, term_types=term_types)
+    if kb_format == "ctd":
+        from babelink.kb.ctd import read_ctd
+
+        return read_ctd(path, languages=languages)
+    if kb_format == "obo":
+        from babelink.kb.obo import read_obo
+
+        return read_obo(path, languages=languages)
+    if kb_format in ("tsv", "jsonl"):
+        from babelink.kb import tabular
+
+        return getattr(tabular, f"read_{kb_format}")(path, languages=languages)
+    if kb_format == "parquet":
+        from babelink.kb.store import load_kb
+
+        kb = load_kb(path)
+        return kb if languages is None else kb.select_languages(languages)
+    raise BabelinkError(f"unknown KB format {kb_format!r}; expected one of {', '.join(FORMATS)}")

@@ -1,0 +1,63 @@
+"""`Linker`: the Python API every interface (CLI, and later REST and spaCy) is a thin layer over."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from babelink.link.bundle import Bundle, load_bundle
+from babelink.link.candidates import Candidate, CandidateGenerator, SparseGenerator
+from babelink.text import check_mention
+
+
+class Linker:
+    """Loads a bundle once and answers `normalize` queries against it."""
+
+    #: Mentions sent to the candidate generator at once: large enough to amortise
+    #: the sparse matrix products, small enough to keep memory flat on huge inputs.
+    BATCH_SIZE = 1024
+
+    def __init__(self, bundle: Bundle, generator: CandidateGenerator | None = None):
+        self.bundle = bundle
+        self.generator = generator or SparseGenerator(bundle.kb, bundle.names, bundle.sparse)
+
+    @classmethod
+    def from_bundle(cls, path: str | Path) -> Linker:
+        return cls(load_bundle(path))
+
+    @classmethod
+    def default(cls) -> Linker:
+        """The embedded default bundle, built on first use (see `babelink.link.default`)."""
+        from babelink.link.default import default_bundle
+
+        return cls.from_bundle(default_bundle())
+
+    def normalize(self, mentions: str | Sequence[str], top_k: int = 5) -> list[Candidate] | list[list[Candidate]]:
+        """Ranked concepts for one mention (a list) or for each of several (a list of lists).
+
+        Raises `InvalidInputError` for an empty, non-string or over-long mention.
+        """
+        if isinstance(mentions, str):
+            return self.normalize([mentions], top_k)[0]
+        if top_k < 1:
+            raise ValueError(f"top_k must be at least 1, got {top_k}")
+        results: list[list[Candidate]] = []
+        for start in range(0, len(mentions), self.BATCH_SIZE):
+            results.extend(self._normalize_batch(mentions[start : start + self.BATCH_SIZE], top_k))
+        return results
+
+    def _normalize_batch(self, mentions: Sequence[str], top_k: int) -> list[list[Candidate]]:
+        unique = list(dict.fromkeys(check_mention(mention) for mention in mentions))
+        answers = dict(zip(unique, self.generator.generate(unique, top_k)))
+        return [answers[mention] for mention in mentions]
+
+    def normalize_stream(self, mentions: Iterable[str], top_k: int = 5) -> Iterable[tuple[str, list[Candidate]]]:
+        """Lazily normalise an iterable of any length, batch by batch."""
+        batch: list[str] = []
+        for mention in mentions:
+            batch.append(mention)
+            if len(batch) == self.BATCH_SIZE:
+                yield from zip(batch, self._normalize_batch(batch, top_k))
+                batch = []
+        if batch:
+            yield from zip(batch, self._normalize_batch(batch, top_k))

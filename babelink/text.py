@@ -1,0 +1,47 @@
+"""String normalisation shared by indexing and querying (000 §4.2: lower case, no delimiters)."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from babelink.errors import InvalidInputError
+
+#: Longest mention `normalize` accepts; longer strings are text, not mentions.
+MAX_MENTION_CHARS = 1000
+
+_SPACE = re.compile(r"\s+")
+# Punctuation (P*), symbols (S*) and control characters become spaces: "Trichter-" == "trichter".
+_DELIMITER_CATEGORIES = frozenset({"Pc", "Pd", "Ps", "Pe", "Pi", "Pf", "Po", "Sm", "Sc", "Sk", "So", "Cc", "Cf"})
+
+
+class _DelimiterTable(dict):
+    """`str.translate` table mapping delimiters to spaces, filled lazily per code point."""
+
+    def __missing__(self, code_point: int) -> int:
+        is_delimiter = unicodedata.category(chr(code_point)) in _DELIMITER_CATEGORIES
+        self[code_point] = value = 0x20 if is_delimiter else code_point
+        return value
+
+
+_DELIMITERS = _DelimiterTable()
+
+
+def normalize_name(text: str) -> str:
+    """NFKC, case-folded, delimiters replaced by spaces, whitespace collapsed and stripped."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return _SPACE.sub(" ", folded.translate(_DELIMITERS)).strip()
+
+
+def check_mention(mention: object) -> str:
+    """Validate a mention given to `normalize`; raise `InvalidInputError` naming the problem."""
+    if not isinstance(mention, str):
+        raise InvalidInputError(f"mention must be a string, got {type(mention).__name__}")
+    if len(mention) > MAX_MENTION_CHARS:
+        raise InvalidInputError(
+            f"mention of {len(mention):,} characters exceeds the {MAX_MENTION_CHARS:,}-character limit "
+            "(use `link` for running text)"
+        )
+    if not normalize_name(mention):
+        raise InvalidInputError(f"mention {mention!r} is empty after normalisation")
+    return mention
