@@ -5,7 +5,8 @@ most names. Search therefore runs in two steps: *retrieve* scores only the selec
 (those in at most `max_posting_fraction` of the names) to shortlist `pool` strings per query,
 then *rescore* computes the exact cosine of each shortlisted string over all n-grams. A name
 sharing only common n-grams with the query cannot reach a high cosine, so the shortlist keeps
-the true top-k; `benchmarks/normalization.py` measures the agreement against exhaustive search.
+the true top-k; a query whose shortlist comes out shorter than k (say, one made only of common
+n-grams) is scored exhaustively. `benchmarks/normalization.py` measures the agreement.
 """
 
 from __future__ import annotations
@@ -27,14 +28,20 @@ PARAMS_FILE = "tfidf_params.json"
 
 @dataclass(frozen=True)
 class TfidfParams:
-    """Vectorizer and search settings; stored in the bundle manifest."""
+    """Vectorizer and search settings; stored in the bundle manifest.
 
-    analyzer: str = "char_wb"  # "char" crosses word boundaries, "char_wb" pads each word
-    ngram_min: int = 1
-    ngram_max: int = 3
+    The defaults (word-bounded 2–4-grams, sublinear TF) scored best on the NCBI-disease and
+    BC5CDR dev splits among char/char_wb × {1–3, 2–3, 3, 2–4, 1–4} × sublinear on/off
+    (BENCHMARKS.md); 000 §4.2 uses char 1–3-grams, which stay one setting away.
+    """
+
+    analyzer: str = "char_wb"  # "char" crosses word boundaries, "char_wb" pads each word with spaces
+    ngram_min: int = 2
+    ngram_max: int = 4
     sublinear_tf: bool = True
     pool: int = 64  # strings shortlisted per query before exact rescoring
-    max_posting_fraction: float = 0.02  # n-grams in more names than this are not used to shortlist
+    max_posting_fraction: float = 0.02  # n-grams in more names than this are not used to shortlist…
+    min_posting_limit: int = 1000  # …unless they are in fewer names than this (small KBs stay exhaustive)
     exhaustive: bool = False  # score every name with every n-gram (slow; the reference)
 
 
@@ -71,7 +78,7 @@ class TfidfNameIndex:
 
     def _prepare_search(self) -> None:
         postings = np.bincount(self.matrix.indices, minlength=self.matrix.shape[1])
-        limit = max(1.0, self.params.max_posting_fraction * self.matrix.shape[0])
+        limit = max(self.params.min_posting_limit, self.params.max_posting_fraction * self.matrix.shape[0])
         self._selective = sp.diags((postings <= limit).astype(np.float32)).tocsr()
         self._retrieval_matrix = (self.matrix @ self._selective).T.tocsr()  # n-grams × strings
 
@@ -85,7 +92,11 @@ class TfidfNameIndex:
             return _top_k_rows((queries @ self.matrix.T).tocsr(), k)
         shortlist = (queries @ self._selective) @ self._retrieval_matrix
         candidates, _ = _top_k_rows(shortlist.tocsr(), max(k, self.params.pool))
-        return self._rescore(queries, candidates, k)
+        rows, scores = self._rescore(queries, candidates, k)
+        thin = np.flatnonzero((candidates[:, : min(k, self.matrix.shape[0])] < 0).any(axis=1))
+        if len(thin):
+            rows[thin], scores[thin] = _top_k_rows((queries[thin] @ self.matrix.T).tocsr(), k)
+        return rows, scores
 
     def _rescore(self, queries: sp.csr_matrix, candidates: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         query_rows, slots = np.nonzero(candidates >= 0)

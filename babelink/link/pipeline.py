@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from babelink.link.bundle import Bundle, load_bundle
@@ -39,20 +39,12 @@ class Linker:
         """
         if isinstance(mentions, str):
             return self.normalize([mentions], top_k)[0]
+        return [candidates for _, candidates in self.normalize_stream(mentions, top_k)]
+
+    def normalize_stream(self, mentions: Iterable[str], top_k: int = 5) -> Iterator[tuple[str, list[Candidate]]]:
+        """Lazily normalise an iterable of any length, batch by batch."""
         if top_k < 1:
             raise ValueError(f"top_k must be at least 1, got {top_k}")
-        results: list[list[Candidate]] = []
-        for start in range(0, len(mentions), self.BATCH_SIZE):
-            results.extend(self._normalize_batch(mentions[start : start + self.BATCH_SIZE], top_k))
-        return results
-
-    def _normalize_batch(self, mentions: Sequence[str], top_k: int) -> list[list[Candidate]]:
-        unique = list(dict.fromkeys(check_mention(mention) for mention in mentions))
-        answers = dict(zip(unique, self.generator.generate(unique, top_k)))
-        return [answers[mention] for mention in mentions]
-
-    def normalize_stream(self, mentions: Iterable[str], top_k: int = 5) -> Iterable[tuple[str, list[Candidate]]]:
-        """Lazily normalise an iterable of any length, batch by batch."""
         batch: list[str] = []
         for mention in mentions:
             batch.append(mention)
@@ -61,3 +53,9 @@ class Linker:
                 batch = []
         if batch:
             yield from zip(batch, self._normalize_batch(batch, top_k))
+
+    def _normalize_batch(self, mentions: Sequence[str], top_k: int) -> list[list[Candidate]]:
+        """Each distinct string is searched once per batch: repeated mentions are common in corpora."""
+        unique = list(dict.fromkeys(check_mention(mention) for mention in mentions))
+        answers = dict(zip(unique, self.generator.generate(unique, top_k)))
+        return [answers[mention] for mention in mentions]

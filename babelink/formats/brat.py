@@ -1,0 +1,143 @@
+"""brat standoff (Mantra GSC, QUAERO): a `.txt` and its `.ann` of `T` (mention) and `#` (note) lines.
+
+The gold CUI is the entity type in Mantra (`T4<TAB>C1533734 28 42<TAB>…`) and an AnnotatorNotes
+line in QUAERO (`#1<TAB>AnnotatorNotes T1<TAB>C0559702`); both layouts are read the same way.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+from babelink.errors import InputFormatError, InvalidInputError
+from babelink.formats.document import Annotation, Document
+from babelink.kb.io import iter_lines
+
+_CUI = re.compile(r"C\d{7}")
+# A CUI standing alone in a note: `"C1533734", …` or `C0008100 C0008059`, not `C21983864`.
+_CUI_TOKEN = re.compile(r"(?<![A-Za-z0-9])C\d{7}(?![A-Za-z0-9])")
+_SPAN = re.compile(r"(\d+) (\d+)")
+# Relations, events, attributes, normalizations, equivalences, modifiers: no mention of their own.
+_SKIPPED_KINDS = frozenset("REANM*")
+
+
+def read_brat_document(txt_path: str | Path, doc_id: str | None = None) -> Document:
+    """Read a `.txt` and the `.ann` beside it; the id defaults to the file name without `.txt`.
+
+    Discontinuous mentions keep their fragments. CUIs come from the type when it is a CUI,
+    else from the mention's AnnotatorNotes; a mention without either gets no concept id.
+    """
+    txt_path = Path(txt_path)
+    text = _read_text(txt_path)
+    ann_path = txt_path.with_suffix(".ann")
+    mentions: list[tuple[str, Annotation]] = []
+    notes: dict[str, str] = {}
+    for number, line in iter_lines(ann_path):
+        if not line.strip() or line[0] in _SKIPPED_KINDS:
+            continue
+        if line[0] == "T":
+            mentions.append(_parse_mention(line, text, ann_path, number))
+        elif line[0] == "#":
+            fields = line.split("\t", 2)
+            kind_and_target = fields[1].split() if len(fields) > 1 else []
+            if len(kind_and_target) != 2:
+                raise InputFormatError(ann_path, number, "expected '#n<TAB>AnnotatorNotes Tn<TAB>note'")
+            if kind_and_target[0] == "AnnotatorNotes":
+                notes.setdefault(kind_and_target[1], fields[2] if len(fields) > 2 else "")
+        else:
+            raise InputFormatError(ann_path, number, f"unknown annotation kind {line[0]!r}")
+    annotations = tuple(
+        annotation if annotation.concept_ids else replace(annotation, concept_ids=_cuis_in_note(notes.get(key, "")))
+        for key, annotation in mentions
+    )
+    return Document(doc_id if doc_id is not None else txt_path.stem, text, annotations)
+
+
+def iter_brat(directory: str | Path, recursive: bool = True) -> Iterator[Document]:
+    """Yield the documents of every `.ann` under `directory` in sorted path order.
+
+    Ids are paths relative to `directory` without the suffix (`EMEA/0001_d326.u54`), so
+    documents of different subcorpora never share an id; `.txt` files without `.ann` are skipped.
+    """
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise InputFormatError(directory, None, "not a directory")
+    ann_paths = directory.rglob("*.ann") if recursive else directory.glob("*.ann")
+    for ann_path in sorted(ann_paths):
+        doc_id = ann_path.relative_to(directory).with_suffix("").as_posix()
+        yield read_brat_document(ann_path.with_suffix(".txt"), doc_id)
+
+
+def write_brat(document: Document, directory: str | Path) -> Path:
+    """Write `<id>.txt` and `<id>.ann` under `directory`; return the `.txt` path.
+
+    A mention whose type is not its CUI gets its concept ids in an AnnotatorNotes line. Only
+    UMLS CUIs can be read back from notes, so other ids raise `InvalidInputError`.
+    """
+    txt_path = Path(directory) / f"{document.id}.txt"
+    ann_lines = []
+    for number, annotation in enumerate(document.annotations, start=1):
+        spans = annotation.fragments or ((annotation.start, annotation.end),)
+        span_text = ";".join(f"{start} {end}" for start, end in spans)
+        mention = " ".join(annotation.text.split())
+        ann_lines.append(f"T{number}\t{annotation.type or 'Entity'} {span_text}\t{mention}\n")
+        if annotation.concept_ids and annotation.concept_ids != (annotation.type,):
+            non_cuis = [concept_id for concept_id in annotation.concept_ids if not _CUI.fullmatch(concept_id)]
+            if non_cuis:
+                raise InvalidInputError(f"{document.id}: brat notes hold UMLS CUIs only, not {non_cuis}")
+            ann_lines.append(f"#{number}\tAnnotatorNotes T{number}\t{' '.join(annotation.concept_ids)}\n")
+    txt_path.parent.mkdir(parents=True, exist_ok=True)
+    txt_path.write_text(document.text, encoding="utf-8", newline="")
+    txt_path.with_suffix(".ann").write_text("".join(ann_lines), encoding="utf-8", newline="")
+    return txt_path
+
+
+def _read_text(path: Path) -> str:
+    """The whole `.txt`, line breaks untouched: brat offsets count `\\r` too."""
+    try:
+        raw = path.read_bytes()
+    except OSError as error:
+        raise InputFormatError(path, None, f"cannot read: {error.strerror or error}") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = raw.count(b"\n", 0, error.start) + 1
+        raise InputFormatError(path, line, "invalid UTF-8") from None
+
+
+def _parse_mention(line: str, text: str, path: Path, number: int) -> tuple[str, Annotation]:
+    fields = line.split("\t", 2)
+    if len(fields) != 3 or " " not in fields[1]:
+        raise InputFormatError(path, number, "expected 'Tn<TAB>TYPE start end[;start end…]<TAB>text'")
+    mention_id, (annotation_type, span_text), mention = fields[0], fields[1].split(" ", 1), fields[2]
+    spans = [_SPAN.fullmatch(span.strip()) for span in span_text.split(";")]
+    if not all(spans):
+        raise InputFormatError(path, number, f"bad span list {span_text!r}")
+    fragments = tuple((int(span.group(1)), int(span.group(2))) for span in spans)
+    if any(not start <= end <= len(text) for start, end in fragments):
+        raise InputFormatError(path, number, f"span {span_text!r} is outside the {len(text)}-character text")
+    covered = " ".join(text[start:end] for start, end in fragments)
+    if " ".join(covered.split()) != " ".join(mention.split()):
+        raise InputFormatError(path, number, f"mention {mention!r} does not match {covered!r} at {span_text}")
+    concept_ids = (annotation_type,) if _CUI.fullmatch(annotation_type) else ()
+    annotation = Annotation(
+        start=fragments[0][0],
+        end=fragments[-1][1],
+        text=mention,
+        concept_ids=concept_ids,
+        type=annotation_type,
+        fragments=fragments if len(fragments) > 1 else (),
+    )
+    return mention_id, annotation
+
+
+def _cuis_in_note(note: str) -> tuple[str, ...]:
+    """CUIs of the first comma-separated field that has any: Mantra's first field, QUAERO's list."""
+    for note_field in note.split(","):
+        cuis = _CUI_TOKEN.findall(note_field)
+        if cuis:
+            return tuple(dict.fromkeys(cuis))
+    return ()
+

@@ -1,0 +1,99 @@
+import json
+
+import pytest
+
+from babelink.errors import BundleError, InvalidInputError
+from babelink.kb.base import KnowledgeBaseBuilder
+from babelink.link.bundle import MANIFEST, build_bundle, load_bundle
+from babelink.link.pipeline import Linker
+
+
+@pytest.fixture
+def kb():
+    builder = KnowledgeBaseBuilder()
+    for concept_id, names in {
+        "C1": ["Myocardial infarction", "Heart attack", "Infarto de miocardio"],
+        "C2": ["Diabetes mellitus", "Diabetes"],
+        "C3": ["Asthma", "Asma"],
+    }.items():
+        for position, name in enumerate(names):
+            builder.add_name(concept_id, name, preferred=position == 0, lang="es" if name[-1] in "oa" else "en")
+    return builder.build()
+
+
+def test_round_trip(kb, tmp_path):
+    path = build_bundle(kb, tmp_path / "bundle")
+    bundle = load_bundle(path)
+    assert bundle.kb.content_hash() == kb.content_hash()
+    assert bundle.manifest["kb"]["concepts"] == 3 and bundle.manifest["retriever"] == "sparse"
+    linker = Linker(bundle)
+    [top] = linker.normalize("infarto de miocardio", top_k=1)
+    assert (top.concept_id, top.name, top.matched_name, top.score) == ("C1", "Myocardial infarction", "Infarto de miocardio", pytest.approx(1.0))
+    assert [[c.concept_id for c in r][:1] for r in linker.normalize(["asthma", "diabetis", "asthma"])] == [["C3"], ["C2"], ["C3"]]
+
+
+def test_rebuild_replaces_atomically_and_leaves_no_staging(kb, tmp_path):
+    build_bundle(kb, tmp_path / "bundle")
+    build_bundle(kb, tmp_path / "bundle")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bundle"]
+
+
+def test_refuses_to_replace_a_non_bundle_directory(kb, tmp_path):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "precious.txt").write_text("keep me")
+    with pytest.raises(BundleError, match="not a babelink bundle"):
+        build_bundle(kb, tmp_path / "data")
+    assert (tmp_path / "data" / "precious.txt").read_text() == "keep me"
+
+
+def test_modified_file_is_a_manifest_mismatch(kb, tmp_path):
+    path = build_bundle(kb, tmp_path / "bundle")
+    with open(path / "sparse" / "tfidf_params.json", "a") as stream:
+        stream.write(" ")
+    with pytest.raises(BundleError, match="tfidf_params.json does not match the manifest checksum"):
+        load_bundle(path)
+
+
+def test_count_mismatch_is_an_error(kb, tmp_path):
+    path = build_bundle(kb, tmp_path / "bundle")
+    manifest = json.loads((path / MANIFEST).read_text())
+    manifest["kb"]["concepts"] = 4
+    (path / MANIFEST).write_text(json.dumps(manifest))
+    with pytest.raises(BundleError, match="manifest says 4 concepts, the bundle holds 3"):
+        load_bundle(path)
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda p: (p / MANIFEST).unlink(), "not a babelink bundle"),
+        (lambda p: (p / MANIFEST).write_text("{broken"), "unreadable manifest"),
+        (lambda p: (p / "kb" / "names.parquet").unlink(), "kb/names.parquet listed in the manifest is missing"),
+        (lambda p: (p / MANIFEST).write_text('{"format_version": 99}'), "bundle format 99"),
+    ],
+)
+def test_unreadable_bundles(kb, tmp_path, damage, message):
+    path = build_bundle(kb, tmp_path / "bundle")
+    damage(path)
+    with pytest.raises(BundleError, match=message):
+        load_bundle(path)
+
+
+def test_missing_bundle_directory(tmp_path):
+    with pytest.raises(BundleError, match="no such bundle directory"):
+        Linker.from_bundle(tmp_path / "nowhere")
+
+
+def test_bad_mentions_raise_specific_errors(kb, tmp_path):
+    linker = Linker(load_bundle(build_bundle(kb, tmp_path / "bundle")))
+    with pytest.raises(InvalidInputError, match="empty"):
+        linker.normalize("")
+    with pytest.raises(InvalidInputError, match="exceeds"):
+        linker.normalize("x" * 1_000_000)
+    with pytest.raises(ValueError, match="top_k"):
+        linker.normalize("asthma", top_k=0)
+
+
+def test_empty_kb_is_refused(tmp_path):
+    with pytest.raises(Exception, match="no concepts"):
+        build_bundle(KnowledgeBaseBuilder().build(), tmp_path / "bundle")

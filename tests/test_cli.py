@@ -1,0 +1,95 @@
+"""The CLI as users run it: a real subprocess, exit codes, one-line errors, output files."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+MRCONSO = """\
+C0027051|ENG|P|L1|PF|S1|Y|A1||||MSH|MH|D009203|Myocardial Infarction|0|N||
+C0027051|SPA|P|L3|PF|S3|Y|A3||||MSHSPA|MH|D009203|Infarto de miocardio|0|N||
+C0011849|ENG|P|L5|PF|S5|Y|A5||||MSH|MH|D003920|Diabetes Mellitus|0|N||
+C0004096|ENG|P|L7|PF|S7|Y|A7||||MSH|MH|D001249|Asthma|0|N||
+"""
+
+
+def babelink(*args, stdin=None):
+    return subprocess.run(
+        [sys.executable, "-c", "from babelink.cli import main; main()", *map(str, args)],
+        input=stdin, capture_output=True, text=True, timeout=120,
+    )
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("cli")
+    (directory / "MRCONSO.RRF").write_text(MRCONSO)
+    result = babelink("build", "--kb", directory / "MRCONSO.RRF", "--out", directory / "bundle")
+    assert result.returncode == 0, result.stderr
+    assert "3 concepts, 4 names" in result.stderr
+    return directory / "bundle"
+
+
+def test_normalize_arguments_to_jsonl(bundle):
+    result = babelink("normalize", "--bundle", bundle, "infarto de miocardio", "asthma", "--top-k", "2")
+    assert result.returncode == 0, result.stderr
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r["mention"] for r in records] == ["infarto de miocardio", "asthma"]
+    assert records[0]["candidates"][0] == {"id": "C0027051", "name": "Myocardial Infarction", "matched_name": "Infarto de miocardio", "score": 1.0}
+    assert all(len(r["candidates"]) <= 2 for r in records)
+
+
+def test_normalize_file_contract_keeps_order(bundle, tmp_path):
+    mentions = ["asthma", "diabetes melitus", "asthma", "myocardial infarct"]
+    (tmp_path / "mentions.txt").write_text("\n".join(mentions) + "\n")
+    result = babelink("normalize", "--bundle", bundle, "--input", tmp_path / "mentions.txt", "--output", tmp_path / "out.jsonl", "--top-k", "1")
+    assert result.returncode == 0, result.stderr
+    records = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert [r["mention"] for r in records] == mentions
+    assert [r["candidates"][0]["id"] for r in records] == ["C0004096", "C0011849", "C0004096", "C0027051"]
+
+
+def test_normalize_stdin_to_tsv(bundle):
+    result = babelink("normalize", "--bundle", bundle, "--input", "-", "--format", "tsv", "-k", "1", stdin="asthma\n")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[1].split("\t")[:3] == ["asthma", "1", "C0004096"]
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin", "message"),
+    [
+        (["normalize", "--bundle", "{bundle}", ""], None, "empty mention"),
+        (["normalize", "--bundle", "{bundle}", "x" * 100_000], None, "exceeds the 1,000-character limit"),
+        (["normalize", "--bundle", "{bundle}", "--input", "-"], "asthma\n" + "x" * 1_000_000, "exceeds the 1,000-character limit"),
+        (["normalize", "--bundle", "{tmp}/missing", "asthma"], None, "no such bundle directory"),
+        (["normalize", "--bundle", "{bundle}", "--input", "{tmp}/absent.txt"], None, "absent.txt: no such file"),
+        (["normalize", "--bundle", "{bundle}", "--input", "-"], "asthma\n\nfever\n", "<stdin>:2: empty mention"),
+        (["build", "--kb", "{tmp}/bad.RRF", "--out", "{tmp}/b"], None, "bad.RRF:1: invalid UTF-8"),
+        (["build", "--kb", "{tmp}/absent.RRF", "--out", "{tmp}/b"], None, "absent.RRF: no such file"),
+    ],
+)
+def test_bad_input_gives_one_line_error_and_nonzero_exit(bundle, tmp_path, args, stdin, message):
+    (tmp_path / "bad.RRF").write_bytes(b"C1|ENG|P|L|PF|S|Y|A||||MSH|MH|D1|caf\xe9|0|N||\n")
+    args = [a.format(bundle=bundle, tmp=tmp_path) for a in args]
+    result = babelink(*args, stdin=stdin)
+    assert result.returncode == 1
+    assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in result.stderr
+
+
+def test_failed_run_leaves_no_partial_output(bundle, tmp_path):
+    (tmp_path / "mentions.txt").write_text("asthma\n\n")
+    result = babelink("normalize", "--bundle", bundle, "--input", tmp_path / "mentions.txt", "--output", tmp_path / "out.jsonl")
+    assert result.returncode == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mentions.txt"]
+
+
+def test_corrupt_bundle_is_reported(bundle, tmp_path):
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(bundle, copy)
+    (copy / "names" / "strings.parquet").write_bytes(b"garbage")
+    result = babelink("normalize", "--bundle", copy, "asthma")
+    assert result.returncode == 1 and "does not match the manifest checksum" in result.stderr

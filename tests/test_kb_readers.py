@@ -1,0 +1,137 @@
+import gzip
+
+import pytest
+
+from babelink.errors import InputFormatError
+from babelink.kb.ctd import read_ctd
+from babelink.kb.readers import infer_format, read_kb
+from babelink.kb.store import load_kb, save_kb
+from babelink.kb.tabular import read_jsonl, read_tsv
+from babelink.kb.umls import read_umls
+
+MRCONSO = """\
+C0027051|ENG|P|L1|PF|S1|Y|A1||||MSH|MH|D009203|Myocardial Infarction|0|N||
+C0027051|ENG|S|L2|PF|S2|N|A2||||MSH|ET|D009203|Heart Attack|0|N||
+C0027051|SPA|P|L3|PF|S3|Y|A3||||MSHSPA|MH|D009203|Infarto del Miocardio|0|N||
+C0027051|ENG|S|L4|PF|S4|N|A4||||MSH|ET|D009203|old attack name|0|O||
+C0011849|ENG|P|L5|PF|S5|Y|A5||||MSH|MH|D003920|Diabetes Mellitus|0|N||
+C0011849|GER|P|L6|PF|S6|Y|A6||||MSHGER|MH|D003920|Diabetes mellitus|0|N||
+"""
+
+
+def write(path, text, *, gz=False):
+    data = text.encode("utf-8")
+    path.write_bytes(gzip.compress(data) if gz else data)
+    return path
+
+
+def test_umls_reader_keys_by_cui_and_filters(tmp_path):
+    kb = read_umls(write(tmp_path / "MRCONSO.RRF", MRCONSO))
+    assert len(kb) == 2 and kb.num_names == 5  # the suppressed (O) atom is skipped
+    assert kb.preferred_name("C0027051") == "Myocardial Infarction"
+    assert kb.languages() == {"en": 3, "es": 1, "de": 1}
+    spanish = read_umls(tmp_path / "MRCONSO.RRF", languages=frozenset({"es"}))
+    assert len(spanish) == 1 and spanish.preferred_name("C0027051") == "Infarto del Miocardio"
+    assert read_umls(tmp_path / "MRCONSO.RRF", sources={"MSHGER"}).num_names == 1
+    assert read_umls(tmp_path / "MRCONSO.RRF", term_types={"ET"}).num_names == 1
+    assert read_umls(tmp_path / "MRCONSO.RRF", include_suppressed=True).num_names == 6
+
+
+def test_umls_reader_gzip_and_semantic_types(tmp_path):
+    write(tmp_path / "MRCONSO.RRF.gz", MRCONSO, gz=True)
+    write(tmp_path / "MRSTY.RRF.gz", "C0027051|T047|B2.2.1.2.1|Disease or Syndrome|AT1|256|\n", gz=True)
+    kb = read_umls(tmp_path / "MRCONSO.RRF.gz")
+    types = dict(zip(kb.concepts.column("concept_id").to_pylist(), kb.concepts.column("types").to_pylist()))
+    assert types == {"C0027051": ["T047"], "C0011849": []}
+
+
+def test_umls_reader_reports_malformed_row_with_line(tmp_path):
+    path = write(tmp_path / "MRCONSO.RRF", MRCONSO + "C0000001|ENG|P|too short\n")
+    with pytest.raises(InputFormatError, match=r"MRCONSO.RRF:7: expected 18"):
+        read_umls(path)
+
+
+def test_reader_reports_invalid_utf8_with_line(tmp_path):
+    path = tmp_path / "MRCONSO.RRF"
+    path.write_bytes(MRCONSO.encode() + b"C0000001|ENG|P|L|PF|S|Y|A||||MSH|MH|D1|caf\xe9|0|N||\n")
+    with pytest.raises(InputFormatError, match=r"MRCONSO.RRF:7: invalid UTF-8"):
+        read_umls(path)
+
+
+def test_missing_file_is_a_clear_error(tmp_path):
+    with pytest.raises(InputFormatError, match="no such file"):
+        read_kb(tmp_path / "absent.tsv")
+
+
+CTD = """\
+# Fields:
+# DiseaseName\tDiseaseID\tAltDiseaseIDs\tDefinition\tParentIDs\tTreeNumbers\tParentTreeNumbers\tSynonyms\tSlimMappings
+Wilson Disease\tMESH:D006527\tDO:DOID:893|OMIM:277900\t\tMESH:D1\tC1\tC\tHepatolenticular Degeneration|Wilson's disease\tMetabolic disease
+Asthma\tMESH:D001249\t\t\t\t\t\t\t
+"""
+
+
+def test_ctd_reader_resolves_alternative_ids(tmp_path):
+    kb = read_ctd(write(tmp_path / "CTD_diseases.tsv.gz", CTD, gz=True))
+    assert len(kb) == 2 and kb.num_names == 4
+    assert kb.resolve("OMIM:277900") == "MESH:D006527"
+    assert kb.resolve("MESH:D001249") == "MESH:D001249"
+    assert kb.resolve("OMIM:1") is None
+    assert kb.preferred_name("MESH:D006527") == "Wilson Disease"
+
+
+def test_ctd_reader_reports_malformed_row(tmp_path):
+    path = write(tmp_path / "CTD_diseases.tsv", CTD + "Broken row\tMESH:D1\n")
+    with pytest.raises(InputFormatError, match=r"CTD_diseases.tsv:5: expected at least 8"):
+        read_ctd(path)
+
+
+def test_tsv_reader(tmp_path):
+    path = write(tmp_path / "vocab.tsv", "id\tname\tlang\tpreferred\nX1\tFever\ten\ttrue\nX1\tFiebre\tSPA\t0\n")
+    kb = read_tsv(path)
+    assert kb.languages() == {"en": 1, "es": 1} and kb.preferred_name("X1") == "Fever"
+    with pytest.raises(InputFormatError, match=r"vocab.tsv:1: header"):
+        read_tsv(write(tmp_path / "vocab.tsv", "code_name\tlabel\nX1\tFever\n"))
+    with pytest.raises(InputFormatError, match=r"bad.tsv:2: field 'preferred'"):
+        read_tsv(write(tmp_path / "bad.tsv", "id\tname\tpreferred\nX1\tFever\tmaybe\n"))
+
+
+def test_jsonl_reader(tmp_path):
+    path = write(
+        tmp_path / "vocab.jsonl",
+        '{"id": "X1", "name": "Fever", "synonyms": ["Pyrexia"], "xrefs": ["UMLS:C0015967"]}\n\n'
+        '{"id": "X2", "name": "Fiebre", "lang": "es"}\n',
+    )
+    kb = read_jsonl(path)
+    assert kb.num_names == 3 and len(kb) == 2
+    with pytest.raises(InputFormatError, match=r"bad.jsonl:2: invalid JSON"):
+        read_jsonl(write(tmp_path / "bad.jsonl", '{"id": "X1", "name": "Fever"}\n{"id": \n'))
+    with pytest.raises(InputFormatError, match=r"bad.jsonl:1: field 'synonyms'"):
+        read_jsonl(write(tmp_path / "bad.jsonl", '{"id": "X1", "name": "Fever", "synonyms": "Pyrexia"}\n'))
+
+
+def test_store_round_trip_and_language_selection(tmp_path):
+    kb = read_umls(write(tmp_path / "MRCONSO.RRF", MRCONSO))
+    save_kb(kb, tmp_path / "store")
+    loaded = load_kb(tmp_path / "store")
+    assert loaded.content_hash() == kb.content_hash()
+    assert infer_format(tmp_path / "store") == "parquet"
+    german = read_kb(tmp_path / "store", languages=frozenset({"de"}))
+    assert len(german) == 1 and german.num_names == 1
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [("MRCONSO.RRF", "umls"), ("MRCONSO.RRF.gz", "umls"), ("CTD_diseases.tsv.gz", "ctd"), ("hp.obo", "obo"),
+     ("my.tsv", "tsv"), ("my.jsonl.gz", "jsonl")],
+)
+def test_infer_format(tmp_path, name, expected):
+    assert infer_format(tmp_path / name) == expected
+
+
+def test_open_umls_at_scale(shared_data, tmp_path):
+    kb = read_kb(shared_data / "kb" / "open-umls" / "MRCONSO.RRF")
+    assert (len(kb), kb.num_names) == (34_413, 239_857)
+    assert kb.preferred_name("C0011849") == "Diabetes mellitus"
+    save_kb(kb, tmp_path)
+    assert load_kb(tmp_path).num_names == 239_857

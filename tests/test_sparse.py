@@ -1,0 +1,95 @@
+import numpy as np
+import pytest
+
+from babelink.index.names import NameTable
+from babelink.index.sparse import TfidfNameIndex, TfidfParams
+from babelink.kb.base import KnowledgeBaseBuilder
+from babelink.link.candidates import ExactMatchGenerator, SparseGenerator
+
+TEN_NAMES = {
+    "D1": ["Myocardial infarction", "Heart attack"],
+    "D2": ["Diabetes mellitus", "Diabète sucré"],
+    "D3": ["Hypertension", "High blood pressure"],
+    "D4": ["Asthma"],
+    "D5": ["Migraine", "Heart attack"],  # a name shared by two concepts
+    "D6": ["Fever"],
+}
+
+
+def tiny_kb():
+    builder = KnowledgeBaseBuilder()
+    for concept_id, names in TEN_NAMES.items():
+        for position, name in enumerate(names):
+            builder.add_name(concept_id, name, preferred=position == 0)
+    return builder.build()
+
+
+def test_name_table_deduplicates_strings_and_keeps_all_concepts():
+    kb = tiny_kb()
+    table = NameTable.from_kb(kb)
+    assert len(table) == 9  # "Heart attack" twice → one string
+    row = table.lookup("heart attack")
+    concept_ids = [kb.concepts.column("concept_id")[int(r)].as_py() for r in table.concepts_of(row)]
+    assert concept_ids == ["D1", "D5"] and table.surfaces[row] == "Heart attack"
+
+
+def test_vocabulary_does_not_collapse_on_a_tiny_kb():
+    table = NameTable.from_kb(tiny_kb())
+    index = TfidfNameIndex.fit(table.strings)
+    # every 1–3-gram of every name is kept (min_df=1, max_df=1.0)
+    assert len(index.vectorizer.vocabulary_) > 150
+    rows, scores = index.search(["asthma", "diabetes melitus", "high bloodpressure"], 1)
+    assert [table.strings[r] for r in rows[:, 0]] == ["asthma", "diabetes mellitus", "high blood pressure"]
+    assert scores[0, 0] == pytest.approx(1.0) and 0.5 < scores[1, 0] < 1.0
+
+
+@pytest.mark.parametrize("params", [TfidfParams(), TfidfParams(analyzer="char", ngram_min=1, ngram_max=4, sublinear_tf=False, min_posting_limit=1)])
+def test_shortlist_search_agrees_with_exhaustive_search(params):
+    rng = np.random.default_rng(0)
+    words = ["cardio", "myo", "pathy", "itis", "hepat", "nephr", "osis", "oma", "neuro", "gastr", "algia"]
+    strings = sorted({" ".join(rng.choice(words, size=rng.integers(1, 4))) for _ in range(400)})
+    queries = [" ".join(rng.choice(words, size=2)) + "s" for _ in range(50)]
+    fast = TfidfNameIndex.fit(strings, params)
+    slow = TfidfNameIndex.fit(strings, TfidfParams(**{**params.__dict__, "exhaustive": True}))
+    fast_rows, fast_scores = fast.search(queries, 5)
+    slow_rows, slow_scores = slow.search(queries, 5)
+    # Same top-k scores; rows may differ only among equal scores (anagram strings tie).
+    np.testing.assert_allclose(fast_scores, slow_scores, rtol=1e-5)
+
+
+def test_index_save_load_round_trip(tmp_path):
+    table = NameTable.from_kb(tiny_kb())
+    index = TfidfNameIndex.fit(table.strings, TfidfParams(ngram_max=4))
+    index.save(tmp_path)
+    loaded = TfidfNameIndex.load(tmp_path)
+    assert loaded.params == index.params
+    assert (loaded.transform(["fiever"]) != index.transform(["fiever"])).nnz == 0
+    assert loaded.search(["fiever"], 3)[0].tolist() == index.search(["fiever"], 3)[0].tolist()
+
+
+def test_unknown_ngrams_give_no_candidates():
+    kb = tiny_kb()
+    generator = SparseGenerator(kb, NameTable.from_kb(kb), TfidfNameIndex.fit(NameTable.from_kb(kb).strings))
+    assert generator.generate(["ЖЖЖ"], 5) == [[]]
+
+
+def test_generators_aggregate_per_concept_and_apply_threshold():
+    kb = tiny_kb()
+    table = NameTable.from_kb(kb)
+    index = TfidfNameIndex.fit(table.strings)
+    [candidates] = SparseGenerator(kb, table, index).generate(["heart attack"], 3)
+    assert [c.concept_id for c in candidates[:2]] == ["D1", "D5"]
+    assert candidates[0].name == "Myocardial infarction" and candidates[0].matched_name == "Heart attack"
+    assert len({c.concept_id for c in candidates}) == len(candidates)
+    [strict] = SparseGenerator(kb, table, index, threshold=0.99).generate(["heart attack"], 3)
+    assert [c.concept_id for c in strict] == ["D1", "D5"]
+    assert ExactMatchGenerator(kb, table).generate(["DIABÈTE  sucré", "diabete"], 5) == [
+        [candidates_of(kb, "D2", "Diabète sucré")],
+        [],
+    ]
+
+
+def candidates_of(kb, concept_id, matched):
+    from babelink.link.candidates import Candidate
+
+    return Candidate(concept_id, kb.preferred_name(concept_id), matched, 1.0)

@@ -1,0 +1,40 @@
+import pytest
+
+from babelink.errors import InvalidInputError
+from babelink.lang import parse_languages, to_iso
+from babelink.text import MAX_MENTION_CHARS, check_mention, normalize_name
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("  Heart   Attack ", "heart attack"),
+        ("Ｈｅａｒｔ", "heart"),  # NFKC folds full-width forms
+        ("Trichter-", "trichter"),
+        ("Diabète (type 2)", "diabète type 2"),  # accents are kept: they distinguish words
+        ("non-small-cell", "non small cell"),
+        ("Straße", "strasse"),  # case folding, not just lower()
+        ("異物堵塞。", "異物堵塞"),
+        ("שלום, עולם", "שלום עולם"),
+        ("a\u200bb\tc", "a b c"),  # format characters and tabs are delimiters
+        ("!!!", ""),
+    ],
+)
+def test_normalize_name(raw, expected):
+    assert normalize_name(raw) == expected
+
+
+def test_check_mention_rejects_bad_mentions():
+    assert check_mention("asthma") == "asthma"
+    with pytest.raises(InvalidInputError, match="empty"):
+        check_mention(" - ")
+    with pytest.raises(InvalidInputError, match="limit"):
+        check_mention("a" * (MAX_MENTION_CHARS + 1))
+    with pytest.raises(InvalidInputError, match="string"):
+        check_mention(None)
+
+
+def test_language_codes():
+    assert to_iso("SPA") == "es" and to_iso("es") == "es" and to_iso("NNA") == "nna"
+    assert parse_languages(["es,ENG", "zh"]) == frozenset({"es", "en", "zh"})
+    assert parse_languages(None) is None
