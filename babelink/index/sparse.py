@@ -80,7 +80,7 @@ class TfidfNameIndex:
         postings = np.bincount(self.matrix.indices, minlength=self.matrix.shape[1])
         limit = max(self.params.min_posting_limit, self.params.max_posting_fraction * self.matrix.shape[0])
         self._selective = sp.diags((postings <= limit).astype(np.float32)).tocsr()
-        self._retrieval_matrix = (self.matrix @ self._selective).T.tocsr()  # n-grams × strings
+        self._postings = self.matrix.T.tocsr()  # n-grams × strings: an inverted index
 
     def transform(self, strings: list[str]) -> sp.csr_matrix:
         return self.vectorizer.transform(strings).tocsr()
@@ -89,13 +89,12 @@ class TfidfNameIndex:
         """Top-k string indices and cosine scores per query, best first; -1 / 0.0 pad missing hits."""
         queries = self.transform(strings)
         if self.params.exhaustive:
-            return _top_k_rows((queries @ self.matrix.T).tocsr(), k)
-        shortlist = (queries @ self._selective) @ self._retrieval_matrix
-        candidates, _ = _top_k_rows(shortlist.tocsr(), max(k, self.params.pool))
+            return _top_k_rows(queries @ self._postings, k)
+        candidates, _ = _top_k_rows((queries @ self._selective) @ self._postings, max(k, self.params.pool))
         rows, scores = self._rescore(queries, candidates, k)
         thin = np.flatnonzero((candidates[:, : min(k, self.matrix.shape[0])] < 0).any(axis=1))
         if len(thin):
-            rows[thin], scores[thin] = _top_k_rows((queries[thin] @ self.matrix.T).tocsr(), k)
+            rows[thin], scores[thin] = _top_k_rows(queries[thin] @ self._postings, k)
         return rows, scores
 
     def _rescore(self, queries: sp.csr_matrix, candidates: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,92 @@
+"""Normalization benchmark sets and runner, shared by `benchmarks/` scripts and training hooks.
+
+Protocol (ARCHITECTURE.md): concept-level ranking, correct when a ranked concept equals any
+gold ID. Gold IDs are resolved to the KB's primary IDs (MEDIC alternative IDs included), and
+only queries with at least one gold concept in the KB are scored (the *in-KB subset*).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from babelink.eval.metrics import evaluate
+from babelink.formats.brat import iter_brat
+from babelink.formats.document import NormalizationQuery, mentions_from_documents
+from babelink.formats.pubtator import iter_pubtator
+from babelink.formats.xlbel import read_xlbel
+from babelink.kb.base import KnowledgeBase
+
+XLBEL_LANGUAGES = ("en", "es", "de", "zh", "ja")
+MANTRA_LANGUAGES = {"English": "en", "Spanish": "es", "French": "fr"}
+
+
+@dataclass(frozen=True)
+class QuerySet:
+    """Scorable queries (gold resolved to KB IDs) and how many were read before the in-KB filter."""
+
+    name: str
+    queries: tuple[NormalizationQuery, ...]
+    read: int
+
+
+def _resolve_gold(queries: Iterable[NormalizationQuery], resolve: Callable[[str], str | None], name: str) -> QuerySet:
+    kept, read = [], 0
+    for query in queries:
+        read += 1
+        gold = tuple(dict.fromkeys(r for r in map(resolve, query.gold_ids) if r is not None))
+        if gold:
+            kept.append(NormalizationQuery(query.mention, gold, query.lang, query.context, query.doc_id))
+    return QuerySet(name, tuple(kept), read)
+
+
+def medic_resolver(kb: KnowledgeBase) -> Callable[[str], str | None]:
+    """NCBI-disease/BC5CDR ids (`D012345`, `OMIM:n`, `MESH:D…`) → MEDIC primary ids."""
+    return lambda gold_id: kb.resolve(gold_id if ":" in gold_id else f"MESH:{gold_id}")
+
+
+def xlbel_set(data: Path, kb: KnowledgeBase, languages=XLBEL_LANGUAGES, version: str = "v0.0") -> QuerySet:
+    queries = [q for lang in languages for q in read_xlbel(data / "bench" / "xl_bel" / f"xlbel_{version}" / f"{lang}_1k_test_query.txt")]
+    return _resolve_gold(queries, kb.resolve, f"XL-BEL {version}")
+
+
+def pubtator_set(path: Path, kb: KnowledgeBase, name: str, types: frozenset[str] | None = None) -> QuerySet:
+    return _resolve_gold(mentions_from_documents(iter_pubtator(path), types=types), medic_resolver(kb), name)
+
+
+def mantra_set(data: Path, kb: KnowledgeBase) -> QuerySet:
+    queries = []
+    for folder, lang in MANTRA_LANGUAGES.items():
+        for query in mentions_from_documents(iter_brat(data / "bench" / "mantra_gsc" / "Mantra-GSC" / folder)):
+            queries.append(NormalizationQuery(query.mention, query.gold_ids, lang, doc_id=query.doc_id))
+    return _resolve_gold(queries, kb.resolve, "Mantra GSC")
+
+
+def ncbi_set(data: Path, kb: KnowledgeBase, split: str = "test") -> QuerySet:
+    file = {"train": "NCBItrainset_corpus.txt", "dev": "NCBIdevelopset_corpus.txt", "test": "NCBItestset_corpus.txt"}[split]
+    return pubtator_set(data / "bench" / "ncbi_disease" / file, kb, f"NCBI-disease {split}")
+
+
+def bc5cdr_set(data: Path, kb: KnowledgeBase, split: str = "test") -> QuerySet:
+    file = {"train": "CDR_TrainingSet", "dev": "CDR_DevelopmentSet", "test": "CDR_TestSet"}[split]
+    return pubtator_set(data / "bench" / "bc5cdr" / f"{file}.PubTator.txt", kb, f"BC5CDR-Disease {split}", frozenset({"Disease"}))
+
+
+def run_normalization(normalize: Callable[[list[str]], list[list[str]]], query_set: QuerySet, ks=(1, 5)) -> dict:
+    """Score `normalize` (mentions → ranked concept IDs) on a query set; adds timing.
+
+    Groups are languages where the set has several, so per-language numbers come for free.
+    """
+    mentions = [query.mention for query in query_set.queries]
+    started = time.perf_counter()
+    ranked = normalize(mentions)
+    seconds = time.perf_counter() - started
+    languages = [query.lang or "-" for query in query_set.queries]
+    result = evaluate(ranked, [query.gold_ids for query in query_set.queries], ks=ks,
+                      groups=languages if len(set(languages)) > 1 else None)
+    result["seconds"] = seconds
+    result["mentions_per_second"] = len(mentions) / seconds if seconds else float("inf")
+    result["read"] = query_set.read
+    return result

@@ -1,0 +1,140 @@
+"""OBO flat-file ontologies (HPO, MONDO, DO, …): the `[Term]` stanzas, streamed one at a time.
+
+Only what a name table needs is kept: id, label, synonyms with their scope (EXACT, RELATED,
+BROAD, NARROW) and synonym type, database cross-references, alternative ids, and the obsolete
+flag with `replaced_by`. Relations, definitions and `[Typedef]` stanzas are skipped.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NamedTuple
+
+from babelink.errors import InputFormatError
+from babelink.kb.base import KnowledgeBase, KnowledgeBaseBuilder
+from babelink.kb.io import iter_lines
+
+# synonym: "text with \" escapes" SCOPE [optional_type] [dbxrefs] {optional modifiers}
+_SYNONYM = re.compile(r'"((?:[^"\\]|\\.)*)"\s+(EXACT|RELATED|BROAD|NARROW)(?:\s+([^\s\[]+))?\s*\[')
+_ESCAPE = re.compile(r"\\(.)")
+_ESCAPED = {"n": "\n", "t": "\t", "W": " "}
+
+
+class OboSynonym(NamedTuple):
+    text: str
+    scope: str  # EXACT, RELATED, BROAD or NARROW
+    type: str | None  # synonymtypedef such as "layperson", "abbreviation", "obsolete_synonym"
+
+
+@dataclass
+class OboTerm:
+    id: str
+    line: int  # line of the `[Term]` header, for error messages downstream
+    name: str | None = None
+    synonyms: list[OboSynonym] = field(default_factory=list)
+    xrefs: list[str] = field(default_factory=list)  # bare ids: `UMLS:C0011849`, description dropped
+    alt_ids: list[str] = field(default_factory=list)
+    obsolete: bool = False
+    replaced_by: list[str] = field(default_factory=list)  # successors of an obsolete term
+
+
+def _unescape(text: str) -> str:
+    return _ESCAPE.sub(lambda match: _ESCAPED.get(match.group(1), match.group(1)), text)
+
+
+def _first_token(value: str, tag: str, path: str | Path, number: int) -> str:
+    """The identifier in `id:`, `alt_id:` and `xref:` values; trailing text is a description or comment."""
+    token = value.split(maxsplit=1)[0] if value.strip() else ""
+    if not token or token.startswith(("!", "{", '"')):
+        raise InputFormatError(path, number, f"empty {tag!r} value")
+    return token
+
+
+def _finish(term: OboTerm | None, path: str | Path) -> OboTerm | None:
+    if term is not None and not term.id:
+        raise InputFormatError(path, term.line, "[Term] stanza without an 'id' tag")
+    return term
+
+
+def iter_obo_terms(lines: Iterable[tuple[int, str]], path: str | Path) -> Iterator[OboTerm]:
+    """Yield each `[Term]` stanza of `lines` ((line number, text) pairs, as from `iter_lines`).
+
+    Obsolete terms are yielded with `obsolete=True` (callers decide); a stanza without an id,
+    a second `id:`/`name:`, a tag line without `:` or an unparsable synonym raises
+    `InputFormatError` with the line number.
+    """
+    term: OboTerm | None = None
+    for number, raw in lines:
+        line = raw.strip()
+        if not line or line.startswith("!"):
+            continue
+        if line.startswith("["):
+            if not line.endswith("]"):
+                raise InputFormatError(path, number, f"malformed stanza header {line!r}")
+            if (finished := _finish(term, path)) is not None:
+                yield finished
+            term = OboTerm(id="", line=number) if line == "[Term]" else None
+            continue
+        tag, separator, value = line.partition(":")
+        if not separator:
+            raise InputFormatError(path, number, f"expected 'tag: value', got {line[:60]!r}")
+        if term is None:  # header or a non-Term stanza
+            continue
+        value = value.strip()
+        if tag == "id":
+            if term.id:
+                raise InputFormatError(path, number, f"second 'id' in the stanza of {term.id}")
+            term.id = _first_token(value, tag, path, number)
+        elif tag == "name":
+            if term.name is not None:
+                raise InputFormatError(path, number, f"second 'name' in the stanza of {term.id or 'a term'}")
+            term.name = _unescape(value)
+        elif tag == "synonym":
+            match = _SYNONYM.match(value)
+            if match is None:
+                raise InputFormatError(path, number, f"malformed synonym {value[:60]!r}")
+            term.synonyms.append(OboSynonym(_unescape(match.group(1)), match.group(2), match.group(3)))
+        elif tag == "xref":
+            term.xrefs.append(_first_token(value, tag, path, number))
+        elif tag == "alt_id":
+            term.alt_ids.append(_first_token(value, tag, path, number))
+        elif tag == "replaced_by":
+            term.replaced_by.append(_first_token(value, tag, path, number))
+        elif tag == "is_obsolete":
+            term.obsolete = value.split(" ", 1)[0].lower() == "true"
+    if (finished := _finish(term, path)) is not None:
+        yield finished
+
+
+def add_obo_terms(builder: KnowledgeBaseBuilder, terms: Iterable[OboTerm], *, source: str, lang: str = "en") -> None:
+    """Label and EXACT/RELATED synonyms of each live term (BROAD/NARROW name other concepts,
+    `obsolete_synonym`s are retired names); xrefs kept (`UMLS:C…` among them). An obsolete term
+    only lends its id, as an alternative ID, to its single `replaced_by` successor."""
+    for term in terms:
+        if term.obsolete:
+            if len(term.replaced_by) == 1:
+                builder.add_concept(term.replaced_by[0], alt_ids=[term.id])
+            continue
+        seen: set[str] = set()
+        synonyms = [s.text for s in term.synonyms if s.scope in ("EXACT", "RELATED") and s.type != "obsolete_synonym"]
+        for position, name in enumerate([term.name or "", *synonyms]):
+            name = " ".join(name.split())
+            if name and name.casefold() not in seen:
+                seen.add(name.casefold())
+                builder.add_name(term.id, name, lang=lang, source=source, term_type="SY" if position else "PT",
+                                 preferred=position == 0)
+        builder.add_concept(term.id, xrefs=term.xrefs, alt_ids=term.alt_ids)
+
+
+def read_obo(
+    path: str | Path, *, source: str | None = None, lang: str = "en", languages: frozenset[str] | None = None
+) -> KnowledgeBase:
+    """An OBO ontology as a KB keyed by term id; `source` defaults to the file's stem upper-cased."""
+    path = Path(path)
+    builder = KnowledgeBaseBuilder(languages=languages)
+    label = source or path.name.split(".")[0].upper()
+    add_obo_terms(builder, iter_obo_terms(iter_lines(path), path), source=label, lang=lang)
+    return builder.build()

@@ -1,0 +1,95 @@
+import pytest
+
+from babelink.errors import InputFormatError
+from babelink.kb.obo import OboSynonym, iter_obo_terms
+
+OBO = """\
+format-version: 1.2
+data-version: hp/releases/2025-01-16
+synonymtypedef: layperson "layperson term"
+
+[Term]
+id: HP:0000003
+name: Multicystic kidney dysplasia
+alt_id: HP:0004715
+def: "Multicystic dysplasia of the kidney." [https://orcid.org/0000-0002-0736-9199]
+synonym: "Multicystic dysplastic kidney" EXACT []
+synonym: "Cystic kidneys" RELATED layperson [ORCID:0000-0001-5208-3432]
+synonym: "Kidney disease" BROAD []
+synonym: "A \\"quoted\\" name" NARROW []
+xref: UMLS:C3714581
+xref: MEDDRA:10022016 "Inguinal hernia"
+is_a: HP:0000107 ! Renal cyst
+
+[Term]
+id: HP:0000057
+name: obsolete Clitoromegaly
+is_obsolete: true
+replaced_by: HP:0008665
+
+[Typedef]
+id: part_of
+name: part of
+
+[Term]
+id: HP:0000118
+name: Phenotypic abnormality
+"""
+
+
+def lines_of(text: str):
+    return enumerate(text.splitlines(), start=1)
+
+
+def test_terms_labels_synonyms_xrefs_and_obsolete():
+    terms = list(iter_obo_terms(lines_of(OBO), "hp.obo"))
+    assert [term.id for term in terms] == ["HP:0000003", "HP:0000057", "HP:0000118"]  # Typedef skipped
+    kidney, obsolete, last = terms
+    assert kidney.name == "Multicystic kidney dysplasia"
+    assert kidney.line == 5
+    assert kidney.alt_ids == ["HP:0004715"]
+    assert kidney.synonyms == [
+        OboSynonym("Multicystic dysplastic kidney", "EXACT", None),
+        OboSynonym("Cystic kidneys", "RELATED", "layperson"),
+        OboSynonym("Kidney disease", "BROAD", None),
+        OboSynonym('A "quoted" name', "NARROW", None),
+    ]
+    assert kidney.xrefs == ["UMLS:C3714581", "MEDDRA:10022016"]
+    assert not kidney.obsolete
+    assert obsolete.obsolete and obsolete.replaced_by == ["HP:0008665"]
+    assert last.name == "Phenotypic abnormality" and last.synonyms == []
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "message"),
+    [
+        ("[Term]\nname: no id here\n\n[Term]\nid: HP:1\n", 1, "without an 'id'"),
+        ("[Term]\nid: HP:1\nname: A\nname: B\n", 4, "second 'name'"),
+        ('[Term]\nid: HP:1\nsynonym: "unterminated EXACT []\n', 3, "malformed synonym"),
+        ('[Term]\nid: HP:1\nsynonym: "scope missing" []\n', 3, "malformed synonym"),
+        ("[Term]\nid: HP:1\nthis line has no tag\n", 3, "expected 'tag: value'"),
+        ("[Term\nid: HP:1\n", 1, "malformed stanza header"),
+        ("[Term]\nid: HP:1\nxref:\n", 3, "empty 'xref'"),
+    ],
+)
+def test_malformed_stanzas_name_the_line(text, line, message):
+    with pytest.raises(InputFormatError, match=message) as caught:
+        list(iter_obo_terms(lines_of(text), "bad.obo"))
+    assert caught.value.line == line
+    assert caught.value.path == "bad.obo"
+
+
+def test_read_obo_builds_a_kb(tmp_path):
+    from babelink.kb.obo import read_obo
+    from babelink.kb.readers import read_kb
+
+    (tmp_path / "hp.obo").write_text(OBO)
+    kb = read_obo(tmp_path / "hp.obo")
+    assert len(kb) == 2 and kb.num_names == 4  # BROAD/NARROW synonyms and the obsolete term left out
+    assert kb.preferred_name("HP:0000003") == "Multicystic kidney dysplasia"
+    assert kb.resolve("HP:0004715") == "HP:0000003"
+    assert set(kb.names.column("source").to_pylist()) == {"HP"}
+    assert read_kb(tmp_path / "hp.obo").content_hash() == kb.content_hash()
+    (tmp_path / "bad.obo").write_text(OBO.replace("name: Phenotypic abnormality", "name: A\nname: B"))
+    with pytest.raises(InputFormatError, match=r"bad.obo:31: second 'name'"):
+        read_obo(tmp_path / "bad.obo")
