@@ -18,7 +18,7 @@ from babelink.errors import BabelinkError, InputFormatError, InvalidInputError
 from babelink.kb.io import iter_lines, iter_stream_lines
 from babelink.lang import parse_languages
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="Cross-lingual biomedical entity linking.")
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, help="Cross-lingual biomedical entity linking.")
 
 
 class OutputFormat(str, Enum):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from importlib.metadata import version
 from pathlib import Path
 
@@ -20,5 +21,6 @@ def default_bundle() -> Path:
     if not (path / MANIFEST).is_file():
         from babelink.kb.default import SOURCES, build_default_kb
 
-        build_bundle(build_default_kb(), path, kb_source={"name": "embedded-default", "sources": SOURCES})
+        sources = {label: asdict(source) for label, source in SOURCES.items()}
+        build_bundle(build_default_kb(), path, kb_source={"name": "embedded-default", "sources": sources})
     return path

@@ -1,0 +1,21 @@
+# Quick start: `make run` (normalise example mentions with the embedded default), `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: run test bench
+
+$(BIN)/babelink: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $@
+
+run: $(BIN)/babelink
+	$(BIN)/babelink normalize "infarto de miocardio" "heart attack" "hypertension artérielle" "paracetamol" --top-k 3
+
+test: $(BIN)/babelink
+	$(BIN)/python -m pytest
+
+bench: $(BIN)/babelink
+	$(BIN)/python benchmarks/normalization.py
