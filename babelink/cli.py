@@ -10,7 +10,7 @@ import tempfile
 from collections.abc import Iterator
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional, TextIO
+from typing import Annotated, TextIO
 
 import typer
 
@@ -27,7 +27,7 @@ class OutputFormat(str, Enum):
 
 
 BundleOption = Annotated[
-    Optional[Path], typer.Option("--bundle", "-b", help="Bundle directory; the embedded default when omitted.")
+    Path | None, typer.Option("--bundle", "-b", help="Bundle directory; the embedded default when omitted.")
 ]
 
 
@@ -35,10 +35,10 @@ BundleOption = Annotated[
 def build(
     kb: Annotated[Path, typer.Option("--kb", help="KB file or directory (MRCONSO.RRF, CTD_diseases.tsv, .obo, .tsv, .jsonl).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Bundle directory to write (replaced atomically).")],
-    kb_format: Annotated[Optional[str], typer.Option("--kb-format", help="umls|ctd|obo|tsv|jsonl|parquet; inferred when omitted.")] = None,
-    lang: Annotated[Optional[list[str]], typer.Option("--lang", help="Keep names in these languages (ISO or UMLS LAT; repeat or comma-separate).")] = None,
-    source: Annotated[Optional[list[str]], typer.Option("--source", help="UMLS only: keep these SABs.")] = None,
-    term_type: Annotated[Optional[list[str]], typer.Option("--term-type", help="UMLS only: keep these TTYs.")] = None,
+    kb_format: Annotated[str | None, typer.Option("--kb-format", help="umls|ctd|obo|tsv|jsonl|parquet; inferred when omitted.")] = None,
+    lang: Annotated[list[str] | None, typer.Option("--lang", help="Keep names in these languages (ISO or UMLS LAT; repeat or comma-separate).")] = None,
+    source: Annotated[list[str] | None, typer.Option("--source", help="UMLS only: keep these SABs.")] = None,
+    term_type: Annotated[list[str] | None, typer.Option("--term-type", help="UMLS only: keep these TTYs.")] = None,
 ) -> None:
     """Read a KB and write a bundle (KB + fitted TF-IDF index + manifest)."""
     from babelink.kb.readers import read_kb
@@ -91,9 +91,9 @@ def _open_output(output: str) -> Iterator[TextIO]:
 
 @app.command()
 def normalize(
-    mentions: Annotated[Optional[list[str]], typer.Argument(help="Mentions to normalise (or use --input).")] = None,
+    mentions: Annotated[list[str] | None, typer.Argument(help="Mentions to normalise (or use --input).")] = None,
     bundle: BundleOption = None,
-    input_path: Annotated[Optional[str], typer.Option("--input", "-i", help="File with one mention per line; '-' for stdin.")] = None,
+    input_path: Annotated[str | None, typer.Option("--input", "-i", help="File with one mention per line; '-' for stdin.")] = None,
     output: Annotated[str, typer.Option("--output", "-o", help="Output file; '-' for stdout.")] = "-",
     top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, help="Concepts per mention.")] = 5,
     output_format: Annotated[OutputFormat, typer.Option("--format", help="jsonl: one object per mention; tsv: one row per candidate.")] = OutputFormat.jsonl,

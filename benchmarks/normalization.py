@@ -10,16 +10,15 @@ Appends a dated section to BENCHMARKS.md unless --no-write.
 
 from __future__ import annotations
 
-import argparse
 import multiprocessing
-import platform
 import resource
-import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
+
+from report import arguments, commit, machine, publish
 
 from babelink.eval import benchmark
 from babelink.index.sparse import TfidfNameIndex, TfidfParams
@@ -29,7 +28,6 @@ from babelink.link.bundle import build_bundle, load_bundle
 from babelink.link.candidates import ExactMatchGenerator, SparseGenerator
 from babelink.link.pipeline import Linker
 
-ROOT = Path(__file__).resolve().parents[1]
 KBS = {"open-umls": "kb/open-umls/MRCONSO.RRF", "ctd-medic": "kb/ctd-medic/CTD_diseases.tsv.gz"}
 SETS = {"open-umls": ("xlbel", "mantra"), "ctd-medic": ("ncbi", "bc5cdr")}
 SYSTEMS = {
@@ -93,22 +91,9 @@ def _in_child(function, *args):
         return pool.apply(function, args)
 
 
-def _machine() -> str:
-    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                  if line.startswith("model name")), platform.processor())
-    memory = int(Path("/proc/meminfo").read_text().split()[1]) / 1024**2
-    return f"{model}, {multiprocessing.cpu_count()} cores, {memory:.0f} GiB, Python {platform.python_version()}"
-
-
-def _commit() -> str:
-    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True, text=True).stdout
-    return head + ("+dirty" if dirty.strip() else "")
-
-
 def report(builds: dict, runs: dict) -> str:
-    lines = [f"## {time.strftime('%Y-%m-%d')} — normalization (commit `{_commit()}`)", "",
-             f"Command: `python benchmarks/normalization.py` · machine: {_machine()}", "",
+    lines = [f"## {time.strftime('%Y-%m-%d')} — normalization (commit `{commit()}`)", "",
+             f"Command: `python benchmarks/normalization.py` · machine: {machine()}", "",
              "Index build (read KB + normalise + fit TF-IDF + write bundle), each in its own process:", "",
              "| KB | concepts | names | read KB s | index s | total s | KB store load s | peak RSS MB |",
              "|---|---:|---:|---:|---:|---:|---:|---:|"]
@@ -143,10 +128,7 @@ def report(builds: dict, runs: dict) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
-    parser.add_argument("--no-write", action="store_true", help="print the report without appending to BENCHMARKS.md")
-    args = parser.parse_args()
+    args = arguments(__doc__.splitlines()[0])
     if not (args.data / "READY").is_file():
         sys.exit(f"benchmark data not found at {args.data}")
     builds, runs = {}, {}
@@ -159,11 +141,7 @@ def main() -> None:
             for system in SYSTEMS:
                 runs[kb_name][system] = _in_child(system_step, bundle_path, system, str(args.data), SETS[kb_name])
                 print(f"ran {kb_name} / {system}", file=sys.stderr)
-    text = report(builds, runs)
-    print(text)
-    if not args.no_write:
-        with open(ROOT / "BENCHMARKS.md", "a", encoding="utf-8") as stream:
-            stream.write("\n" + text)
+    publish(report(builds, runs), write=not args.no_write)
 
 
 if __name__ == "__main__":

@@ -8,13 +8,11 @@ appends the grid to BENCHMARKS.md. Test sets are never read here.
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import sys
 import time
-from pathlib import Path
 
-from normalization import ROOT, _commit, _machine
+from report import arguments, commit, machine, publish
 
 from babelink.eval import benchmark
 from babelink.index.names import NameTable
@@ -31,22 +29,19 @@ GRID = [
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
-    parser.add_argument("--no-write", action="store_true")
-    args = parser.parse_args()
+    args = arguments(__doc__.splitlines()[0])
     kb = read_kb(args.data / "kb" / "ctd-medic" / "CTD_diseases.tsv.gz")
     names = NameTable.from_kb(kb)
     dev_sets = [benchmark.ncbi_set(args.data, kb, "dev"), benchmark.bc5cdr_set(args.data, kb, "dev")]
     default = TfidfParams()
-    lines = [f"## {time.strftime('%Y-%m-%d')} — TF-IDF analyzer grid on dev splits (commit `{_commit()}`)", "",
-             f"Command: `python benchmarks/tune_sparse.py` · machine: {_machine()} · KB: CTD MEDIC · exhaustive cosine", "",
+    lines = [f"## {time.strftime('%Y-%m-%d')} — TF-IDF analyzer grid on dev splits (commit `{commit()}`)", "",
+             f"Command: `python benchmarks/tune_sparse.py` · machine: {machine()} · KB: CTD MEDIC · exhaustive cosine", "",
              "| analyzer | n-grams | sublinear TF | " + " | ".join(f"{s.name} Acc@1" for s in dev_sets) + " | mean |",
              "|---|---|---|" + "---:|" * (len(dev_sets) + 1)]
     for params in GRID:
         generator = SparseGenerator(kb, names, TfidfNameIndex.fit(names.strings, params))
 
-        def normalize(mentions: list[str]) -> list[list[str]]:
+        def normalize(mentions: list[str], generator: SparseGenerator = generator) -> list[list[str]]:
             return [[c.concept_id for c in found] for found in generator.generate(mentions, 5)]
 
         scores = [benchmark.run_normalization(normalize, s)["overall"]["acc@1"] for s in dev_sets]
@@ -56,11 +51,7 @@ def main() -> None:
         lines.append(f"| {params.analyzer}{mark} | {params.ngram_min}–{params.ngram_max} | {params.sublinear_tf} | "
                      + " | ".join(f"{score:.3f}" for score in scores) + f" | {sum(scores) / len(scores):.3f} |")
         print(lines[-1], file=sys.stderr)
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if not args.no_write:
-        with open(ROOT / "BENCHMARKS.md", "a", encoding="utf-8") as stream:
-            stream.write("\n" + text)
+    publish("\n".join(lines) + "\n", write=not args.no_write)
 
 
 if __name__ == "__main__":

@@ -51,7 +51,7 @@ def build_bundle(
     kb: KnowledgeBase,
     out: str | Path,
     *,
-    sparse_params: TfidfParams = TfidfParams(),
+    sparse_params: TfidfParams | None = None,
     kb_source: dict | None = None,
     overwrite: bool = True,
 ) -> Path:
@@ -63,6 +63,7 @@ def build_bundle(
         raise BundleError(f"{out}: exists and is not a babelink bundle; refusing to replace it")
     if len(kb) == 0:
         raise BabelinkError("the knowledge base has no concepts (check the --lang / source filters)")
+    sparse_params = sparse_params or TfidfParams()
     started = time.perf_counter()
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))

@@ -1,0 +1,40 @@
+"""What every benchmark script shares: the machine and commit it states, and how it publishes."""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import platform
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def arguments(description: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data", help="the shared benchmark data")
+    parser.add_argument("--no-write", action="store_true", help="print the report without appending to BENCHMARKS.md")
+    return parser.parse_args()
+
+
+def machine() -> str:
+    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                  if line.startswith("model name")), platform.processor())
+    memory = int(Path("/proc/meminfo").read_text().split()[1]) / 1024**2
+    return f"{model}, {multiprocessing.cpu_count()} cores, {memory:.0f} GiB, Python {platform.python_version()}"
+
+
+def commit() -> str:
+    """Short HEAD hash, `+dirty` when tracked files differ from it."""
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True, text=True, check=False).stdout
+    return head + ("+dirty" if dirty.strip() else "")
+
+
+def publish(text: str, write: bool) -> None:
+    """Print the section; append it to BENCHMARKS.md when `write`."""
+    print(text)
+    if write:
+        with open(ROOT / "BENCHMARKS.md", "a", encoding="utf-8") as stream:
+            stream.write("\n" + text)
