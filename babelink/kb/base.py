@@ -8,6 +8,7 @@ cross-references, alternative IDs that resolve to it).
 from __future__ import annotations
 
 import hashlib
+import unicodedata
 from collections.abc import Iterable
 from functools import cached_property
 
@@ -156,6 +157,25 @@ class KnowledgeBaseBuilder:
             concept["rank"], concept["preferred_name"] = rank, name
         if len(columns["name"]) >= self._CHUNK_ROWS:
             self._flush()
+
+    def add_names(
+        self,
+        concept_id: str,
+        names: Iterable[tuple[str, str]],
+        *,
+        lang: str,
+        source: str,
+        skip: Iterable[str] = (),
+    ) -> None:
+        """Add (name, term type) pairs, `PT` ones as preferred, cleaned for vocabularies whose
+        names are hand-typed: NFC, whitespace collapsed, empty names and case-insensitive repeats
+        (also of `skip`, names another source already gave the concept) left out."""
+        seen = {name.casefold() for name in skip}
+        for name, term_type in names:
+            name = unicodedata.normalize("NFC", " ".join(name.split()))
+            if name and name.casefold() not in seen:
+                seen.add(name.casefold())
+                self.add_name(concept_id, name, lang=lang, source=source, term_type=term_type, preferred=term_type == "PT")
 
     def add_concept(
         self,

@@ -25,7 +25,6 @@ import re
 import subprocess
 import sys
 import tempfile
-import unicodedata
 import zipfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -37,6 +36,7 @@ from xml.parsers import expat
 
 from babelink.errors import BabelinkError, InputFormatError
 from babelink.kb.base import KnowledgeBase, KnowledgeBaseBuilder
+from babelink.kb.io import iter_stream_lines
 from babelink.kb.obo import add_obo_terms, iter_obo_terms
 from babelink.lang import to_iso
 
@@ -177,38 +177,9 @@ def _open_member(wheel: Path, member: str) -> Iterator[IO[bytes]]:
 
 
 def _wheel_lines(wheel: Path, member: str) -> Iterator[tuple[int, str]]:
-    """`iter_lines` for a file inside a zip: (1-based line number, line without newline), UTF-8 checked."""
+    """`iter_lines` for a file inside a zip."""
     with _open_member(wheel, member) as stream:
-        for number, raw in enumerate(stream, start=1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as error:
-                raise InputFormatError(
-                    _label(wheel, member), number, f"invalid UTF-8 at byte {error.start} of the line"
-                ) from None
-            line = line.rstrip("\r\n")
-            yield number, line.removeprefix("\ufeff") if number == 1 else line
-
-
-def _add_names(
-    builder: KnowledgeBaseBuilder,
-    concept_id: str,
-    names: Iterable[tuple[str, str]],
-    *,
-    lang: str,
-    source: str,
-    skip: Iterable[str] = (),
-) -> None:
-    """Add (name, term type) pairs, `PT` ones as preferred: NFC, whitespace collapsed, empty and
-    case-insensitive repeats (also of the `skip` names already added by another source) left out."""
-    seen = {name.casefold() for name in skip}
-    for name, term_type in names:
-        name = unicodedata.normalize("NFC", " ".join(name.split()))
-        if name and name.casefold() not in seen:
-            seen.add(name.casefold())
-            builder.add_name(
-                concept_id, name, lang=lang, source=source, term_type=term_type, preferred=term_type == "PT"
-            )
+        yield from iter_stream_lines(stream, _label(wheel, member))
 
 
 def _add_hpo(builder: KnowledgeBaseBuilder, wheel: Path) -> None:
@@ -276,7 +247,7 @@ def _add_icd10(builder: KnowledgeBaseBuilder, wheel: Path, languages: frozenset[
     code_of: dict[str, str] = {}
     for record_id, code, title in _icd10_records(wheel):
         code_of[record_id] = code
-        _add_names(builder, f"ICD10:{code}", [(title, "PT")], lang="en", source="ICD10")
+        builder.add_names(f"ICD10:{code}", [(title, "PT")], lang="en", source="ICD10")
     with zipfile.ZipFile(wheel) as archive:
         catalogues = sorted(
             name for name in archive.namelist() if name.startswith(_ICD10_DIR + "locale/") and name.endswith(".po")
@@ -288,8 +259,8 @@ def _add_icd10(builder: KnowledgeBaseBuilder, wheel: Path, languages: frozenset[
         for context, translation in _po_entries(_wheel_lines(wheel, member), _label(wheel, member)):
             if context.startswith(_TITLE_CONTEXT) and (code := code_of.get(context[len(_TITLE_CONTEXT) :])):
                 # French titles join a category and its subdivision with " | ".
-                _add_names(
-                    builder, f"ICD10:{code}", [(translation.replace(" | ", ", "), "PT")], lang=lang, source="ICD10"
+                builder.add_names(
+                    f"ICD10:{code}", [(translation.replace(" | ", ", "), "PT")], lang=lang, source="ICD10"
                 )
 
 
@@ -342,7 +313,7 @@ def _add_mesh(builder: KnowledgeBaseBuilder, wheel: Path) -> dict[str, str]:
                 label, reader.line_num, f"expected a MeSH descriptor URI, scheme and heading, got {row}"
             )
         headings[descriptor] = row[2]
-        _add_names(builder, f"MESH:{descriptor}", [(row[2], "PT")], lang="en", source="MSH")
+        builder.add_names(f"MESH:{descriptor}", [(row[2], "PT")], lang="en", source="MSH")
     return headings
 
 
@@ -382,8 +353,7 @@ def _add_drugs(builder: KnowledgeBaseBuilder, wheel: Path, mesh_headings: dict[s
             if record.get(key)
         ]
         concept_id = ids[0] if ids else f"DRUG-NER:{canonical}"
-        _add_names(
-            builder,
+        builder.add_names(
             concept_id,
             [(names[0], "PT"), *((name, "SY") for name in names[1:])],
             lang="en",

@@ -118,14 +118,8 @@ def add_obo_terms(builder: KnowledgeBaseBuilder, terms: Iterable[OboTerm], *, so
             if len(term.replaced_by) == 1:
                 builder.add_concept(term.replaced_by[0], alt_ids=[term.id])
             continue
-        seen: set[str] = set()
         synonyms = [s.text for s in term.synonyms if s.scope in ("EXACT", "RELATED") and s.type != "obsolete_synonym"]
-        for position, name in enumerate([term.name or "", *synonyms]):
-            name = " ".join(name.split())
-            if name and name.casefold() not in seen:
-                seen.add(name.casefold())
-                builder.add_name(term.id, name, lang=lang, source=source, term_type="SY" if position else "PT",
-                                 preferred=position == 0)
+        builder.add_names(term.id, [(term.name or "", "PT"), *((text, "SY") for text in synonyms)], lang=lang, source=source)
         builder.add_concept(term.id, xrefs=term.xrefs, alt_ids=term.alt_ids)
 
 
