@@ -11,8 +11,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def arguments(description: str) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=description)
+def arguments(description: str, parser: argparse.ArgumentParser | None = None) -> argparse.Namespace:
+    """Parse `--data` and `--no-write`, plus whatever options the script added to `parser`."""
+    parser = parser or argparse.ArgumentParser(description=description)
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data", help="the shared benchmark data")
     parser.add_argument("--no-write", action="store_true", help="print the report without appending to BENCHMARKS.md")
     return parser.parse_args()
