@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 $(BIN)/babelink: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,dense]'
+	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $@
 
 run: $(BIN)/babelink

@@ -15,3 +15,33 @@ def shared_data() -> Path:
     if not (SHARED_DATA / "READY").is_file():
         pytest.skip(f"shared data not available at {SHARED_DATA}")
     return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def tiny_encoder_dir(tmp_path_factory) -> Path:
+    """A randomly initialised 2-layer BERT with a character WordPiece vocabulary, saved as a
+    standard checkpoint directory: a real transformers model that loads and runs in milliseconds."""
+    pytest.importorskip("torch")
+    import torch
+    from tokenizers import Tokenizer, decoders, normalizers, pre_tokenizers, processors
+    from tokenizers.models import WordPiece
+    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
+
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    characters = list("abcdefghijklmnopqrstuvwxyz0123456789áéíóúñüäöß")
+    vocabulary = {token: i for i, token in enumerate(specials + characters + [f"##{c}" for c in characters])}
+    tokenizer = Tokenizer(WordPiece(vocabulary, unk_token="[UNK]"))
+    tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True, strip_accents=False)
+    tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", special_tokens=[("[CLS]", vocabulary["[CLS]"]), ("[SEP]", vocabulary["[SEP]"])]
+    )
+    tokenizer.decoder = decoders.WordPiece()
+    path = tmp_path_factory.mktemp("tiny-bert")
+    PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
+                            sep_token="[SEP]", mask_token="[MASK]").save_pretrained(path)
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=len(vocabulary), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=64)
+    BertModel(config, add_pooling_layer=False).save_pretrained(path)
+    return path

@@ -22,7 +22,7 @@ def kb():
 
 
 def test_round_trip(kb, tmp_path):
-    path = build_bundle(kb, tmp_path / "bundle")
+    path = build_bundle(kb, tmp_path / "bundle", retriever="sparse")
     bundle = load_bundle(path)
     assert bundle.kb.content_hash() == kb.content_hash()
     assert bundle.manifest["kb"]["concepts"] == 3 and bundle.manifest["retriever"] == "sparse"
@@ -33,8 +33,8 @@ def test_round_trip(kb, tmp_path):
 
 
 def test_rebuild_replaces_atomically_and_leaves_no_staging(kb, tmp_path):
-    build_bundle(kb, tmp_path / "bundle")
-    build_bundle(kb, tmp_path / "bundle")
+    build_bundle(kb, tmp_path / "bundle", retriever="sparse")
+    build_bundle(kb, tmp_path / "bundle", retriever="sparse")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bundle"]
 
 
@@ -42,12 +42,12 @@ def test_refuses_to_replace_a_non_bundle_directory(kb, tmp_path):
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "precious.txt").write_text("keep me")
     with pytest.raises(BundleError, match="not a babelink bundle"):
-        build_bundle(kb, tmp_path / "data")
+        build_bundle(kb, tmp_path / "data", retriever="sparse")
     assert (tmp_path / "data" / "precious.txt").read_text() == "keep me"
 
 
 def test_modified_file_is_a_manifest_mismatch(kb, tmp_path):
-    path = build_bundle(kb, tmp_path / "bundle")
+    path = build_bundle(kb, tmp_path / "bundle", retriever="sparse")
     with open(path / "sparse" / "tfidf_params.json", "a") as stream:
         stream.write(" ")
     with pytest.raises(BundleError, match="tfidf_params.json does not match the manifest checksum"):
@@ -55,7 +55,7 @@ def test_modified_file_is_a_manifest_mismatch(kb, tmp_path):
 
 
 def test_count_mismatch_is_an_error(kb, tmp_path):
-    path = build_bundle(kb, tmp_path / "bundle")
+    path = build_bundle(kb, tmp_path / "bundle", retriever="sparse")
     manifest = json.loads((path / MANIFEST).read_text())
     manifest["kb"]["concepts"] = 4
     (path / MANIFEST).write_text(json.dumps(manifest))
@@ -73,7 +73,7 @@ def test_count_mismatch_is_an_error(kb, tmp_path):
     ],
 )
 def test_unreadable_bundles(kb, tmp_path, damage, message):
-    path = build_bundle(kb, tmp_path / "bundle")
+    path = build_bundle(kb, tmp_path / "bundle", retriever="sparse")
     damage(path)
     with pytest.raises(BundleError, match=message):
         load_bundle(path)
@@ -85,7 +85,7 @@ def test_missing_bundle_directory(tmp_path):
 
 
 def test_bad_mentions_raise_specific_errors(kb, tmp_path):
-    linker = Linker(load_bundle(build_bundle(kb, tmp_path / "bundle")))
+    linker = Linker(load_bundle(build_bundle(kb, tmp_path / "bundle", retriever="sparse")))
     with pytest.raises(InvalidInputError, match="empty"):
         linker.normalize("")
     with pytest.raises(InvalidInputError, match="exceeds"):
@@ -96,4 +96,4 @@ def test_bad_mentions_raise_specific_errors(kb, tmp_path):
 
 def test_empty_kb_is_refused(tmp_path):
     with pytest.raises(Exception, match="no concepts"):
-        build_bundle(KnowledgeBaseBuilder().build(), tmp_path / "bundle")
+        build_bundle(KnowledgeBaseBuilder().build(), tmp_path / "bundle", retriever="sparse")

@@ -356,6 +356,6 @@ def test_default_bundle_links_across_sources_and_languages(real_kb, tmp_path):
     from babelink.link.bundle import build_bundle
     from babelink.link.pipeline import Linker
 
-    linker = Linker.from_bundle(build_bundle(real_kb, tmp_path / "bundle"))
+    linker = Linker.from_bundle(build_bundle(real_kb, tmp_path / "bundle", retriever="sparse"))
     top = [candidates[0].concept_id for candidates in linker.normalize(["heart attack", "paracetamol", "Fiebre Q"], 3)]
     assert top == ["HP:0001658", "MESH:D000082", "ICD10:A78"]

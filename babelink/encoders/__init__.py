@@ -1,0 +1,63 @@
+"""Dense encoders: text → L2-normalised float32 vectors (ARCHITECTURE.md, "Encoder").
+
+A bundle records which encoder built its dense index (`describe()`); `encoder_from_manifest`
+reopens the same one and refuses a different checkpoint, since vectors from another model would
+be silently meaningless against the index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from babelink.errors import BundleError
+
+#: The `--encoder` value naming the bundled multilingual-e5-small.
+DEFAULT = "default"
+
+
+class Encoder(Protocol):
+    dimension: int
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """(len(texts), dimension) float32, rows L2-normalised."""
+        ...
+
+    def describe(self) -> dict:
+        """JSON-serialisable identity and settings, stored in the bundle manifest."""
+        ...
+
+
+def open_encoder(name: str | Path = DEFAULT, **settings) -> Encoder:
+    """`default` (the bundled e5) or a checkpoint directory; `settings` that are not None
+    override its `EncoderSettings`."""
+    settings = {key: value for key, value in settings.items() if value is not None}
+    if str(name) == DEFAULT:
+        from babelink.encoders.e5_bundled import bundled_encoder
+
+        return bundled_encoder(**settings)
+    from babelink.encoders.transformer import TransformerEncoder, settings_for
+
+    path = Path(name)
+    return TransformerEncoder(path, settings_for(path, **settings) if path.is_dir() else None)
+
+
+def manifest_entry(name: str | Path, encoder: Encoder) -> dict:
+    return {"name": str(name) if str(name) == DEFAULT else str(Path(name).absolute()), **encoder.describe()}
+
+
+def encoder_from_manifest(entry: dict, bundle: Path) -> Encoder:
+    from babelink.encoders.transformer import EncoderSettings
+
+    settings = {key: entry[key] for key in EncoderSettings.__dataclass_fields__ if key in entry}
+    encoder = open_encoder(entry["name"], **settings)
+    found = encoder.describe()
+    if found["fingerprint"] != entry.get("fingerprint"):
+        raise BundleError(
+            f"{bundle}: the encoder at {found['path']} is not the checkpoint this bundle was built with "
+            "(fingerprint differs); rebuild the bundle or restore the checkpoint"
+        )
+    return encoder

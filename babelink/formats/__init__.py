@@ -1,0 +1,21 @@
+"""Annotated-document formats; `read_documents` picks the reader from the path."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from babelink.errors import BabelinkError
+from babelink.formats.brat import iter_brat
+from babelink.formats.document import Document
+from babelink.formats.pubtator import iter_pubtator
+
+
+def read_documents(path: str | Path) -> Iterator[Document]:
+    """A directory is read as brat (`.txt` + `.ann` pairs), any file as PubTator."""
+    path = Path(path)
+    if path.is_dir():
+        return iter_brat(path)
+    if path.is_file():
+        return iter_pubtator(path)
+    raise BabelinkError(f"{path}: no such file or directory")

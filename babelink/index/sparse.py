@@ -99,8 +99,7 @@ class TfidfNameIndex:
 
     def _rescore(self, queries: sp.csr_matrix, candidates: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         query_rows, slots = np.nonzero(candidates >= 0)
-        string_rows = candidates[query_rows, slots]
-        exact = np.asarray(self.matrix[string_rows].multiply(queries[query_rows]).sum(axis=1)).ravel()
+        exact = self.score_pairs(queries, query_rows, candidates[query_rows, slots])
         scores = np.full(candidates.shape, -np.inf, dtype=np.float32)
         scores[query_rows, slots] = exact
         order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
@@ -109,6 +108,10 @@ class TfidfNameIndex:
         missing = ~np.isfinite(best_scores) | (best < 0)
         best[missing], best_scores[missing] = -1, 0.0
         return best, best_scores
+
+    def score_pairs(self, queries: sp.csr_matrix, query_rows: np.ndarray, string_rows: np.ndarray) -> np.ndarray:
+        """Exact cosine of `queries[query_rows[j]]` with string `string_rows[j]`, over all n-grams."""
+        return np.asarray(self.matrix[string_rows].multiply(queries[query_rows]).sum(axis=1)).ravel()
 
     def save(self, directory: Path) -> list[Path]:
         vocabulary = sorted(self.vectorizer.vocabulary_, key=self.vectorizer.vocabulary_.__getitem__)

@@ -93,6 +93,14 @@ class KnowledgeBase:
         named = pc.is_in(self.concepts.column("concept_id"), value_set=pc.unique(names.column("concept_id")))
         return KnowledgeBase(names, self.concepts.filter(named))
 
+    def select_concepts(self, concept_ids: Iterable[str]) -> KnowledgeBase:
+        """A KB with only these concepts (and their names)."""
+        value_set = pa.array(sorted(set(concept_ids)), pa.string())
+        return KnowledgeBase(
+            self.names.filter(pc.is_in(self.names.column("concept_id"), value_set=value_set)),
+            self.concepts.filter(pc.is_in(self.concepts.column("concept_id"), value_set=value_set)),
+        )
+
     def content_hash(self) -> str:
         """SHA-256 over the tables' contents, independent of how they were stored."""
         digest = hashlib.sha256()

@@ -1,7 +1,10 @@
 """LinkerBundle: everything `normalize` and `link` need, built once and loaded by every command.
 
 Layout: `manifest.json`, `kb/` (Parquet tables), `names/` (searchable strings), `sparse/`
-(TF-IDF vocabulary, IDF and name matrix). The manifest records versions, build parameters,
+(TF-IDF vocabulary, IDF and name matrix) and, for dense and hybrid retrievers, `dense/` (FAISS
+index over the name strings' vectors), optionally `spans/` (the same over labeled training spans)
+and `dft_documents.txt` (the documents dictionary fine-tuning consumed). The encoder is referenced, not copied: the manifest holds
+its name, settings and fingerprint. The manifest records versions, build parameters,
 counts and a SHA-256 per file; loading checks them, so a bundle edited or truncated after the
 build is an error rather than a silent wrong answer. The bundle is written to a temporary
 directory beside the target and renamed into place.
@@ -15,19 +18,29 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from importlib.metadata import version
 from pathlib import Path
 
+from babelink.encoders import DEFAULT, Encoder, encoder_from_manifest, manifest_entry, open_encoder
 from babelink.errors import BabelinkError, BundleError
+from babelink.index.dense import DenseNameIndex, DenseParams, embed_strings
 from babelink.index.names import NameTable
 from babelink.index.sparse import TfidfNameIndex, TfidfParams
 from babelink.kb.base import KnowledgeBase
 from babelink.kb.store import load_kb, save_kb
+from babelink.link.annotations import DftRecord
+from babelink.link.candidates import HybridParams
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 MANIFEST = "manifest.json"
+RETRIEVERS = ("sparse", "dense", "hybrid")
+DFT_DOCUMENTS = "dft_documents.txt"
+#: Fused score a labeled span must reach to be used before the KB (tuned on dev data, BENCHMARKS.md).
+DEFAULT_SWITCH_THRESHOLD = 0.9
 _LIBRARIES = ("babelink", "numpy", "scipy", "scikit-learn", "pyarrow")
+_DENSE_LIBRARIES = ("faiss-cpu", "torch", "transformers")
 
 
 @dataclass
@@ -37,6 +50,29 @@ class Bundle:
     kb: KnowledgeBase
     names: NameTable
     sparse: TfidfNameIndex
+    dense: DenseNameIndex | None = None
+    spans: Bundle | None = None  # the labeled-span index (002 §6.2), same retriever and encoder
+
+    @property
+    def retriever(self) -> str:
+        return self.manifest["retriever"]
+
+    def encoder(self) -> Encoder:
+        """The encoder the dense index was built with (loaded on each call; keep the result)."""
+        if self.dense is None:
+            raise BundleError(f"{self.path}: a {self.retriever} bundle has no dense index or encoder")
+        encoder = encoder_from_manifest(self.manifest["dense"]["encoder"], self.path)
+        if encoder.dimension != self.dense.dimension:
+            raise BundleError(f"{self.path}: the encoder gives {encoder.dimension}-d vectors, "
+                              f"the index holds {self.dense.dimension}-d")
+        return encoder
+
+    def dft_documents(self) -> list[str]:
+        """Ids of the training documents whose mentions dictionary fine-tuning added to the KB
+        (000 §4.5): a contextual filter must be trained on the other documents."""
+        if "dft" not in self.manifest:
+            return []
+        return (self.path / DFT_DOCUMENTS).read_text(encoding="utf-8").splitlines()
 
 
 def _sha256(path: Path) -> str:
@@ -51,12 +87,30 @@ def build_bundle(
     kb: KnowledgeBase,
     out: str | Path,
     *,
+    retriever: str = "hybrid",
+    encoder: str | Path = DEFAULT,
+    encoder_settings: dict | None = None,
     sparse_params: TfidfParams | None = None,
+    dense_params: DenseParams | None = None,
+    hybrid_params: HybridParams | None = None,
+    spans: KnowledgeBase | None = None,
+    switch_threshold: float = DEFAULT_SWITCH_THRESHOLD,
+    dft: DftRecord | None = None,
     kb_source: dict | None = None,
     overwrite: bool = True,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> Path:
-    """Index `kb` and write the bundle directory `out` atomically; return its path."""
+    """Index `kb` and write the bundle directory `out` atomically; return its path.
+
+    `retriever` `sparse` needs no encoder; `dense` and `hybrid` encode every name string with
+    `encoder` (`default` or a checkpoint directory; `encoder_settings` override its
+    `EncoderSettings`). `spans` (see `annotations.span_kb`) adds a
+    labeled-span index searched first; `dft` records the documents dictionary fine-tuning took
+    names from. `progress(stage, done, total)` follows the encoding of names.
+    """
     out = Path(out).absolute()
+    if retriever not in RETRIEVERS:
+        raise BabelinkError(f"retriever must be one of {', '.join(RETRIEVERS)}, got {retriever!r}")
     if out.exists() and not overwrite:
         raise BundleError(f"{out}: already exists")
     if out.exists() and not (out / MANIFEST).is_file():
@@ -64,33 +118,63 @@ def build_bundle(
     if len(kb) == 0:
         raise BabelinkError("the knowledge base has no concepts (check the --lang / source filters)")
     sparse_params = sparse_params or TfidfParams()
+    dense_params = dense_params or DenseParams()
+    dense_encoder = open_encoder(encoder, **(encoder_settings or {})) if retriever != "sparse" else None  # fail fast, before any work
     started = time.perf_counter()
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
-        files = save_kb(kb, staging / "kb")
-        names = NameTable.from_kb(kb)
-        (staging / "names").mkdir()
-        files += names.save(staging / "names")
-        (staging / "sparse").mkdir()
-        files += TfidfNameIndex.fit(names.strings, sparse_params).save(staging / "sparse")
+        files, strings = _write_indexes(kb, staging, sparse_params, dense_encoder, dense_params, progress)
         manifest = {
             "format_version": FORMAT_VERSION,
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "versions": {library: version(library) for library in _LIBRARIES},
-            "kb": {"source": kb_source or {}, "concepts": len(kb), "names": kb.num_names, "strings": len(names),
+            "kb": {"source": kb_source or {}, "concepts": len(kb), "names": kb.num_names, "strings": strings,
                    "languages": kb.languages(), "hash": kb.content_hash()},
-            "retriever": "sparse",
+            "retriever": retriever,
             "sparse": asdict(sparse_params),
-            "build_seconds": round(time.perf_counter() - started, 2),
-            "files": {str(path.relative_to(staging)): _sha256(path) for path in files},
         }
+        libraries = _LIBRARIES
+        if dense_encoder is not None:
+            manifest["dense"] = {"index": asdict(dense_params), "encoder": manifest_entry(encoder, dense_encoder)}
+            libraries += _DENSE_LIBRARIES
+        if retriever == "hybrid":
+            manifest["hybrid"] = asdict(hybrid_params or HybridParams())
+        if spans is not None:
+            spans_files, spans_strings = _write_indexes(spans, staging / "spans", sparse_params, dense_encoder,
+                                                        DenseParams(), None)
+            files += spans_files
+            manifest["spans"] = {"concepts": len(spans), "names": spans.num_names, "strings": spans_strings,
+                                 "switch_threshold": switch_threshold}
+        if dft is not None:
+            (staging / DFT_DOCUMENTS).write_text("".join(f"{doc_id}\n" for doc_id in dft.documents), encoding="utf-8")
+            files.append(staging / DFT_DOCUMENTS)
+            manifest["dft"] = dft.summary()
+        manifest["versions"] = {library: version(library) for library in libraries}
+        manifest["build_seconds"] = round(time.perf_counter() - started, 2)
+        manifest["files"] = {str(path.relative_to(staging)): _sha256(path) for path in files}
         (staging / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False))
         _replace_directory(staging, out)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return out
+
+
+def _write_indexes(kb, directory: Path, sparse_params, encoder, dense_params, progress) -> tuple[list[Path], int]:
+    """KB tables, name strings, TF-IDF and (with an encoder) FAISS index under `directory`."""
+    directory.mkdir(exist_ok=True)
+    files = save_kb(kb, directory / "kb")
+    names = NameTable.from_kb(kb)
+    for part in ("names", "sparse"):
+        (directory / part).mkdir()
+    files += names.save(directory / "names")
+    files += TfidfNameIndex.fit(names.strings, sparse_params).save(directory / "sparse")
+    if encoder is not None:
+        tick = (lambda done: progress("encoding names", done, len(names))) if progress else None
+        vectors = embed_strings(encoder.encode, names.strings, progress=tick)
+        (directory / "dense").mkdir()
+        files += DenseNameIndex.build(vectors, dense_params).save(directory / "dense")
+    return files, len(names)
 
 
 def _replace_directory(staging: Path, out: Path) -> None:
@@ -136,16 +220,27 @@ def load_bundle(path: str | Path, *, verify: bool = True) -> Bundle:
             raise BundleError(f"{path}: file {relative} listed in the manifest is missing")
         if verify and _sha256(file) != expected:
             raise BundleError(f"{path}: file {relative} does not match the manifest checksum (modified or truncated)")
+    bundle = _load_indexes(path, manifest, manifest["kb"])
+    if "spans" in manifest:
+        bundle.spans = _load_indexes(path / "spans", manifest, manifest["spans"])
+    return bundle
+
+
+def _load_indexes(path: Path, manifest: dict, counts: dict) -> Bundle:
+    """The KB and indexes under `path`, checked against the manifest's `counts`."""
     try:
         kb = load_kb(path / "kb")
         names = NameTable.load(path / "names")
         sparse = TfidfNameIndex.load(path / "sparse")
+        dense = DenseNameIndex.load(path / "dense") if "dense" in manifest else None
     except (OSError, ValueError, KeyError, BabelinkError) as error:
         raise BundleError(f"{path}: cannot load bundle: {error}") from None
-    counts = {"concepts": len(kb), "names": kb.num_names, "strings": len(names)}
-    for field, count in counts.items():
-        if manifest["kb"].get(field) != count:
-            raise BundleError(f"{path}: manifest says {manifest['kb'].get(field)} {field}, the bundle holds {count}")
+    found = {"concepts": len(kb), "names": kb.num_names, "strings": len(names)}
+    for field, count in found.items():
+        if counts.get(field) != count:
+            raise BundleError(f"{path}: manifest says {counts.get(field)} {field}, the bundle holds {count}")
     if sparse.matrix.shape[0] != len(names):
         raise BundleError(f"{path}: sparse index has {sparse.matrix.shape[0]} rows for {len(names)} name strings")
-    return Bundle(path, manifest, kb, names, sparse)
+    if dense is not None and len(dense) != len(names):
+        raise BundleError(f"{path}: dense index has {len(dense)} vectors for {len(names)} name strings")
+    return Bundle(path, manifest, kb, names, sparse, dense)

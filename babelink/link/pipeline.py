@@ -5,8 +5,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
+from babelink.encoders import Encoder
+from babelink.encoders.cache import CachedEncoder
 from babelink.link.bundle import Bundle, load_bundle
-from babelink.link.candidates import Candidate, CandidateGenerator, SparseGenerator
+from babelink.link.candidates import (
+    Candidate,
+    CandidateGenerator,
+    DenseGenerator,
+    HybridGenerator,
+    HybridParams,
+    SparseGenerator,
+)
+from babelink.link.switching import SwitchingGenerator
 from babelink.text import check_mention
 
 
@@ -19,7 +29,7 @@ class Linker:
 
     def __init__(self, bundle: Bundle, generator: CandidateGenerator | None = None):
         self.bundle = bundle
-        self.generator = generator or SparseGenerator(bundle.kb, bundle.names, bundle.sparse)
+        self.generator = generator or generator_for(bundle)
 
     @classmethod
     def from_bundle(cls, path: str | Path) -> Linker:
@@ -59,3 +69,24 @@ class Linker:
         unique = list(dict.fromkeys(check_mention(mention) for mention in mentions))
         answers = dict(zip(unique, self.generator.generate(unique, top_k)))
         return [answers[mention] for mention in mentions]
+
+
+def generator_for(bundle: Bundle, encoder: Encoder | None = None) -> CandidateGenerator:
+    """The candidate generator a bundle was built for: its manifest's `retriever`, behind index
+    switching when it has a labeled-span index. Both indexes share one cached encoder."""
+    if bundle.retriever != "sparse":
+        encoder = encoder or CachedEncoder(bundle.encoder())
+    generator = _kb_generator(bundle, encoder)
+    if bundle.spans is not None:
+        spans = _kb_generator(bundle.spans, encoder)
+        generator = SwitchingGenerator(spans, generator, bundle.manifest["spans"]["switch_threshold"])
+    return generator
+
+
+def _kb_generator(bundle: Bundle, encoder: Encoder | None) -> CandidateGenerator:
+    if bundle.retriever == "sparse":
+        return SparseGenerator(bundle.kb, bundle.names, bundle.sparse)
+    if bundle.retriever == "dense":
+        return DenseGenerator(bundle.kb, bundle.names, bundle.dense, encoder)
+    return HybridGenerator(bundle.kb, bundle.names, bundle.sparse, bundle.dense, encoder,
+                           HybridParams(**bundle.manifest["hybrid"]))

@@ -1,0 +1,180 @@
+"""Dense name encoder over any Hugging Face checkpoint directory (ARCHITECTURE.md, "Encoder").
+
+A name or mention is encoded as in SapBERT (003 §2) and e5: the checkpoint's last hidden states,
+pooled at `[CLS]` or averaged over the attention mask, L2-normalised, so inner product is cosine.
+Inputs are tokenised once, sorted by length and batched, so a batch pads only to its own longest
+name (short biomedical names dominate KBs; this is 1.8× faster than KB order, BENCHMARKS.md).
+Nothing is ever downloaded: the path must be a local checkpoint.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from babelink.errors import BabelinkError
+
+#: Optional file in a checkpoint directory giving its `EncoderSettings` (written by `babelink train`).
+SETTINGS_FILE = "babelink_encoder.json"
+_WEIGHT_SUFFIXES = (".safetensors", ".bin")
+
+
+@dataclass(frozen=True)
+class EncoderSettings:
+    pooling: str = "cls"  # "cls" (SapBERT) or "mean" (e5, sentence-transformers)
+    prefix: str = ""  # prepended to every input, e.g. e5's "query: "
+    max_length: int = 25  # tokens; 003 App. A.2 truncates names at 25
+    batch_size: int = 64
+    precision: str = "auto"  # "fp32", "bf16" or "auto" (bf16 where the CPU computes it natively, fp16 on GPU)
+
+    def __post_init__(self):
+        if self.pooling not in ("cls", "mean"):
+            raise BabelinkError(f"encoder pooling must be 'cls' or 'mean', got {self.pooling!r}")
+        if self.precision not in ("auto", "fp32", "bf16", "fp16"):
+            raise BabelinkError(f"encoder precision must be auto, fp32, bf16 or fp16, got {self.precision!r}")
+        if self.max_length < 2 or self.batch_size < 1:
+            raise BabelinkError("encoder max_length must be at least 2 and batch_size at least 1")
+
+
+def settings_for(path: Path, **overrides) -> EncoderSettings:
+    """Settings stored beside a checkpoint (`babelink_encoder.json`), else sentence-transformers'
+    pooling config, else the defaults; explicit `overrides` (not None) win."""
+    stored: dict = {}
+    if (path / SETTINGS_FILE).is_file():
+        stored = _read_json(path / SETTINGS_FILE)
+        unknown = set(stored) - set(EncoderSettings.__dataclass_fields__)
+        if unknown:
+            raise BabelinkError(f"{path / SETTINGS_FILE}: unknown field(s) {sorted(unknown)}")
+    elif (path / "1_Pooling" / "config.json").is_file():
+        pooling = _read_json(path / "1_Pooling" / "config.json")
+        stored = {"pooling": "mean" if pooling.get("pooling_mode_mean_tokens") else "cls"}
+    return replace(EncoderSettings(**stored), **{key: value for key, value in overrides.items() if value is not None})
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise BabelinkError(f"{path}: unreadable ({error})") from None
+    if not isinstance(value, dict):
+        raise BabelinkError(f"{path}: expected a JSON object")
+    return value
+
+
+class TransformerEncoder:
+    """`encode(texts) -> float32 (n, dim)` with L2-normalised rows."""
+
+    def __init__(self, path: str | Path, settings: EncoderSettings | None = None, *, device: str | None = None):
+        self.path = Path(path).absolute()
+        if not (self.path / "config.json").is_file():
+            raise BabelinkError(
+                f"{self.path}: not a transformers checkpoint directory (no config.json); "
+                "babelink never downloads models, pass a local directory"
+            )
+        self.settings = settings or settings_for(self.path)
+        try:
+            import torch
+            from transformers import AutoModel, AutoTokenizer
+        except ImportError as error:
+            raise BabelinkError(f"dense encoders need {error.name}: pip install babelink (with its dependencies)") from None
+        self._torch = torch
+        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(self.path, local_files_only=True)
+            self.model = _load_model(AutoModel, self.path).to(self.device).eval()
+        except (OSError, ValueError) as error:
+            raise BabelinkError(f"{self.path}: cannot load the checkpoint: {error}") from None
+        self.dimension = int(self.model.config.hidden_size)
+        self._autocast_dtype = self._choose_autocast()
+
+    def _choose_autocast(self):
+        torch, precision = self._torch, self.settings.precision
+        if precision == "auto":
+            if self.device.type == "cuda":
+                precision = "fp16"
+            else:
+                precision = "bf16" if torch.backends.mkldnn.is_available() and _cpu_has_native_bf16() else "fp32"
+        return {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
+
+    @property
+    def precision(self) -> str:
+        return {None: "fp32"}.get(self._autocast_dtype, str(self._autocast_dtype).removeprefix("torch."))
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors in input order; batches are formed over inputs sorted by token count."""
+        torch, settings = self._torch, self.settings
+        vectors = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        if not texts:
+            return vectors
+        encoded = self.tokenizer(
+            [settings.prefix + text for text in texts], truncation=True, max_length=settings.max_length
+        )["input_ids"]
+        order = np.argsort([len(ids) for ids in encoded], kind="stable")
+        autocast = torch.autocast(self.device.type, dtype=self._autocast_dtype or torch.float32,
+                                  enabled=self._autocast_dtype is not None)
+        with torch.inference_mode(), autocast:
+            for start in range(0, len(order), settings.batch_size):
+                batch = order[start : start + settings.batch_size]
+                inputs = self.tokenizer.pad({"input_ids": [encoded[i] for i in batch]}, return_tensors="pt")
+                inputs = {key: value.to(self.device) for key, value in inputs.items()}
+                hidden = self.model(**inputs).last_hidden_state.float()
+                pooled = hidden[:, 0] if settings.pooling == "cls" else _mean_pool(hidden, inputs["attention_mask"])
+                vectors[batch] = torch.nn.functional.normalize(pooled, dim=-1).cpu().numpy()
+        return vectors
+
+    def describe(self) -> dict:
+        """What a bundle records to check later that it is queried with the encoder that built it."""
+        return {"path": str(self.path), "fingerprint": checkpoint_fingerprint(self.path), "dimension": self.dimension,
+                **asdict(self.settings)}
+
+
+def _load_model(auto_model, path: Path):
+    """Without the pooler head where the architecture has one: pooling is ours, and checkpoints
+    saved without it (e5, SapBERT exports) would otherwise load a randomly initialised pooler."""
+    from transformers.utils import logging
+
+    logging.disable_progress_bar()  # a per-load bar of weight names is noise in a CLI's output
+    try:
+        return auto_model.from_pretrained(path, local_files_only=True, add_pooling_layer=False)
+    except TypeError:
+        return auto_model.from_pretrained(path, local_files_only=True)
+
+
+def _mean_pool(hidden, mask):
+    mask = mask.unsqueeze(-1).to(hidden.dtype)
+    return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
+
+
+def _cpu_has_native_bf16() -> bool:
+    """bf16 autocast is 3× faster than fp32 on CPUs with AVX512-BF16/AMX and slower on the rest."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return " avx512_bf16" in flags or " amx_bf16" in flags
+
+
+def checkpoint_fingerprint(path: Path) -> str:
+    """SHA-256 over the config, tokenizer files and weight files' names, sizes and first/last MiB.
+
+    Hashing whole weight files would cost seconds on every load; a retrained or swapped model
+    changes its sizes or head/tail bytes, which is what the bundle check needs to catch.
+    """
+    digest = hashlib.sha256()
+    for file in sorted(p for p in path.iterdir() if p.is_file()):
+        digest.update(file.name.encode())
+        if file.suffix in _WEIGHT_SUFFIXES:
+            size = file.stat().st_size
+            digest.update(str(size).encode())
+            with open(file, "rb") as stream:
+                digest.update(stream.read(1 << 20))
+                stream.seek(max(0, size - (1 << 20)))
+                digest.update(stream.read(1 << 20))
+        else:
+            digest.update(file.read_bytes())
+    return digest.hexdigest()

@@ -1,0 +1,155 @@
+"""FAISS inner-product index over L2-normalised name vectors (ARCHITECTURE.md, "Index"; 002 §4.3).
+
+Three layouts, chosen at build time and recorded in the bundle manifest:
+- `flat`: exact search, 4·dim bytes per name; the reference.
+- `hnsw`: graph search over the same vectors, sub-linear query time, more memory.
+- `ivfpq`: OPQ rotation + inverted lists + product quantisation, `pq_bytes` per name, for UMLS
+  scale (15M names); `benchmarks/dense_scale.py` measures its recall against `flat`.
+Files are memory-mapped on load, so several processes serving one bundle share the pages.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from babelink.errors import BabelinkError
+
+INDEX_FILE = "faiss.index"
+PARAMS_FILE = "dense_params.json"
+KINDS = ("flat", "hnsw", "ivfpq")
+#: Product quantisers with 8-bit codes learn 256 centroids per sub-space.
+_PQ_MIN_TRAINING = 256 * 39
+
+
+@dataclass(frozen=True)
+class DenseParams:
+    kind: str = "flat"
+    hnsw_m: int = 32  # graph neighbours per node
+    ef_construction: int = 200
+    ef_search: int = 128
+    nlist: int = 0  # inverted lists; 0 picks 4·√n
+    pq_bytes: int = 96  # PQ sub-quantisers of 8 bits = code bytes per name
+    nprobe: int = 64  # inverted lists visited per query
+    training_sample: int = 262_144  # vectors the OPQ/IVF/PQ stages are trained on
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise BabelinkError(f"dense index kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
+
+
+def _faiss():
+    try:
+        import faiss
+    except ImportError:
+        raise BabelinkError("dense indexes need faiss-cpu: pip install faiss-cpu") from None
+    return faiss
+
+
+class DenseNameIndex:
+    """Row `i` of the index is the vector of `NameTable.strings[i]`."""
+
+    def __init__(self, params: DenseParams, index):
+        self.params = params
+        self.index = index
+        self.dimension = int(index.d)
+        self._configure_search()
+
+    def __len__(self) -> int:
+        return int(self.index.ntotal)
+
+    @classmethod
+    def build(cls, vectors: np.ndarray, params: DenseParams = DenseParams(), seed: int = 0) -> DenseNameIndex:
+        faiss = _faiss()
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        count, dimension = vectors.shape
+        if count == 0:
+            raise BabelinkError("cannot build a dense index over zero names")
+        index = faiss.index_factory(dimension, cls._factory_string(params, count, dimension), faiss.METRIC_INNER_PRODUCT)
+        if not index.is_trained:
+            sample = vectors
+            if count > params.training_sample:
+                sample = vectors[np.random.default_rng(seed).choice(count, params.training_sample, replace=False)]
+            index.train(sample)
+        index.add(vectors)
+        return cls(params, index)
+
+    @staticmethod
+    def _factory_string(params: DenseParams, count: int, dimension: int) -> str:
+        if params.kind == "flat":
+            return "Flat"
+        if params.kind == "hnsw":
+            return f"HNSW{params.hnsw_m},Flat"
+        if count < _PQ_MIN_TRAINING:
+            raise BabelinkError(f"an ivfpq index needs at least {_PQ_MIN_TRAINING:,} names to train on, "
+                                f"the KB has {count:,}; use --index flat or hnsw")
+        if dimension % params.pq_bytes:
+            raise BabelinkError(f"pq_bytes={params.pq_bytes} must divide the vector dimension {dimension}")
+        nlist = params.nlist or max(1, min(int(4 * math.sqrt(count)), count // 39))
+        return f"OPQ{params.pq_bytes},IVF{nlist},PQ{params.pq_bytes}"
+
+    def _configure_search(self) -> None:
+        faiss = _faiss()
+        if self.params.kind == "hnsw":
+            faiss.downcast_index(self.index).hnsw.efSearch = self.params.ef_search
+            faiss.downcast_index(self.index).hnsw.efConstruction = self.params.ef_construction
+        elif self.params.kind == "ivfpq":
+            ivf = faiss.extract_index_ivf(self.index)
+            ivf.nprobe = self.params.nprobe
+            ivf.make_direct_map()  # lets `score_pairs` decode any name's vector
+
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Top-k string rows and inner products per query, best first; -1 / 0.0 pad missing hits."""
+        self._check_dimension(queries)
+        scores, rows = self.index.search(np.ascontiguousarray(queries, dtype=np.float32), k)
+        scores[rows < 0] = 0.0
+        return rows.astype(np.int64), scores
+
+    def score_pairs(self, queries: np.ndarray, query_rows: np.ndarray, string_rows: np.ndarray) -> np.ndarray:
+        """Inner product of `queries[query_rows[j]]` with the stored vector of `string_rows[j]`
+        (decoded, so approximate for `ivfpq`, exactly as its search scores are)."""
+        unique, position = np.unique(string_rows, return_inverse=True)
+        stored = self.index.reconstruct_batch(unique.astype(np.int64))
+        return np.einsum("ij,ij->i", queries[query_rows], stored[position])
+
+    def _check_dimension(self, queries: np.ndarray) -> None:
+        if queries.ndim != 2 or queries.shape[1] != self.dimension:
+            raise BabelinkError(f"query vectors have shape {queries.shape}, the index holds {self.dimension}-d vectors")
+
+    def save(self, directory: Path) -> list[Path]:
+        paths = [directory / INDEX_FILE, directory / PARAMS_FILE]
+        _faiss().write_index(self.index, str(paths[0]))
+        paths[1].write_text(json.dumps(asdict(self.params), indent=2))
+        return paths
+
+    @classmethod
+    def load(cls, directory: Path) -> DenseNameIndex:
+        faiss = _faiss()
+        params = DenseParams(**json.loads((directory / PARAMS_FILE).read_text()))
+        flags = faiss.IO_FLAG_MMAP_IFC if params.kind != "ivfpq" else faiss.IO_FLAG_MMAP
+        try:
+            index = faiss.read_index(str(directory / INDEX_FILE), flags | faiss.IO_FLAG_READ_ONLY)
+        except RuntimeError as error:
+            raise BabelinkError(f"{directory / INDEX_FILE}: unreadable FAISS index ({str(error).splitlines()[0]})") from None
+        return cls(params, index)
+
+
+def embed_strings(
+    encode: Callable[[Sequence[str]], np.ndarray],
+    strings: Sequence[str],
+    *,
+    chunk: int = 4096,
+    progress: Callable[[int], None] | None = None,
+) -> np.ndarray:
+    """Vectors of `strings`, encoded chunk by chunk; `progress(strings done)` follows a long build."""
+    parts = []
+    for start in range(0, len(strings), chunk):
+        parts.append(encode(strings[start : start + chunk]))
+        if progress:
+            progress(min(start + chunk, len(strings)))
+    return np.concatenate(parts) if parts else np.zeros((0, 0), dtype=np.float32)

@@ -1,0 +1,158 @@
+"""Dense and hybrid bundles, index switching and dictionary fine-tuning, with a tiny random BERT."""
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from babelink.errors import BabelinkError, BundleError
+from babelink.formats.document import Annotation, Document
+from babelink.formats.pubtator import write_pubtator
+from babelink.kb.base import KnowledgeBaseBuilder
+from babelink.link.annotations import DFT_SOURCE, apply_dft, dft_split, mention_pairs, span_kb
+from babelink.link.bundle import MANIFEST, build_bundle, load_bundle
+from babelink.link.candidates import HybridParams
+from babelink.link.pipeline import Linker
+
+
+@pytest.fixture(scope="module")
+def kb():
+    builder = KnowledgeBaseBuilder()
+    for concept_id, names in {
+        "MESH:D009203": ["Myocardial infarction", "Heart attack", "Infarto de miocardio"],
+        "MESH:D003920": ["Diabetes mellitus", "Diabetes"],
+        "MESH:D001249": ["Asthma", "Asma"],
+        "MESH:D006973": ["Hypertension", "High blood pressure"],
+    }.items():
+        for position, name in enumerate(names):
+            builder.add_name(concept_id, name, preferred=position == 0)
+    builder.add_concept("MESH:D003920", alt_ids=["OMIM:125853"])
+    return builder.build()
+
+
+def _document(doc_id: str, *mentions: tuple[str, str]) -> Document:
+    text = " ; ".join(mention for mention, _ in mentions)
+    annotations, start = [], 0
+    for mention, concept_id in mentions:
+        annotations.append(Annotation(start, start + len(mention), mention, (concept_id,), "Disease"))
+        start += len(mention) + 3
+    return Document(doc_id, text, tuple(annotations))
+
+
+DOCUMENTS = [
+    _document("1", ("MI", "D009203"), ("DM", "D003920")),
+    _document("2", ("MI", "D009203"), ("BA", "D001249")),
+    _document("3", ("MI", "D006973"), ("HTN", "D006973")),
+    _document("4", ("NIDDM", "OMIM:125853"), ("unknown thing", "D999999")),
+]
+
+
+def test_hybrid_bundle_fuses_both_scores(kb, tiny_encoder_dir, tmp_path):
+    params = HybridParams(dense_weight=0.3, pool=8)
+    path = build_bundle(kb, tmp_path / "b", retriever="hybrid", encoder=tiny_encoder_dir, hybrid_params=params)
+    bundle = load_bundle(path)
+    assert bundle.manifest["hybrid"] == {"dense_weight": 0.3, "pool": 8}
+    assert bundle.manifest["dense"]["encoder"]["name"] == str(tiny_encoder_dir)
+    assert len(bundle.dense) == len(bundle.names)
+    candidates = Linker(bundle).normalize("diabetes melitus", top_k=4)
+    assert candidates[0].concept_id == "MESH:D003920"
+    for c in candidates:
+        assert c.score == pytest.approx(0.3 * c.dense_score + 0.7 * c.sparse_score, abs=1e-6)
+    assert [c.score for c in candidates] == sorted((c.score for c in candidates), reverse=True)
+    assert set(candidates[0].to_dict()) == {"id", "name", "matched_name", "score", "sparse_score", "dense_score"}
+
+
+def test_dense_bundle_ranks_by_encoder_cosine(kb, tiny_encoder_dir, tmp_path):
+    bundle = load_bundle(build_bundle(kb, tmp_path / "b", retriever="dense", encoder=tiny_encoder_dir))
+    assert "hybrid" not in bundle.manifest
+    [top] = Linker(bundle).normalize("Heart attack", top_k=1)
+    assert (top.concept_id, top.dense_score) == ("MESH:D009203", pytest.approx(1.0, abs=1e-5))
+
+
+def test_bundle_refuses_a_different_encoder_checkpoint(kb, tiny_encoder_dir, tmp_path):
+    checkpoint = tmp_path / "encoder"
+    shutil.copytree(tiny_encoder_dir, checkpoint)
+    bundle = load_bundle(build_bundle(kb, tmp_path / "b", retriever="dense", encoder=checkpoint))
+    import torch
+    from transformers import AutoModel
+
+    model = AutoModel.from_pretrained(checkpoint)
+    with torch.no_grad():
+        model.embeddings.word_embeddings.weight.mul_(2.0)
+    model.save_pretrained(checkpoint)
+    with pytest.raises(BundleError, match="not the checkpoint this bundle was built with"):
+        bundle.encoder()
+    shutil.rmtree(checkpoint)
+    with pytest.raises(BabelinkError, match="not a transformers checkpoint"):
+        bundle.encoder()
+
+
+def test_dense_index_count_mismatch_is_an_error(kb, tiny_encoder_dir, tmp_path):
+    path = build_bundle(kb, tmp_path / "b", retriever="dense", encoder=tiny_encoder_dir)
+    small = build_bundle(kb.select_concepts(["MESH:D001249"]), tmp_path / "s", retriever="dense", encoder=tiny_encoder_dir)
+    shutil.copy(small / "dense" / "faiss.index", path / "dense" / "faiss.index")
+    with pytest.raises(BundleError, match="dense index has 2 vectors for 9 name strings"):
+        load_bundle(path, verify=False)
+
+
+def test_span_kb_keeps_the_most_frequent_concept(kb):
+    pairs = mention_pairs(DOCUMENTS, kb)
+    assert ("NIDDM", "MESH:D003920") in pairs  # alternative id resolved
+    assert all(concept != "MESH:D999999" for _, concept in pairs)  # not in the KB: left out
+    spans = span_kb(pairs, kb)
+    names = dict(zip(spans.names.column("name").to_pylist(), spans.names.column("concept_id").to_pylist()))
+    assert names == {"MI": "MESH:D009203", "DM": "MESH:D003920", "BA": "MESH:D001249", "HTN": "MESH:D006973",
+                     "NIDDM": "MESH:D003920"}
+    assert spans.preferred_name("MESH:D009203") == "Myocardial infarction"
+    with pytest.raises(BabelinkError, match="no training annotation"):
+        span_kb([], kb)
+
+
+@pytest.mark.parametrize("retriever", ["sparse", "hybrid"])
+def test_index_switching_prefers_confident_labeled_spans(kb, tiny_encoder_dir, tmp_path, retriever):
+    spans = span_kb(mention_pairs(DOCUMENTS, kb), kb)
+    path = build_bundle(kb, tmp_path / "b", retriever=retriever, encoder=tiny_encoder_dir, spans=spans,
+                        switch_threshold=0.95)
+    bundle = load_bundle(path)
+    assert bundle.manifest["spans"]["names"] == 5 and bundle.spans.kb.num_names == 5
+    linker = Linker(bundle)
+    mi, asthma = linker.normalize(["MI", "asthma"], top_k=3)
+    assert (mi[0].concept_id, mi[0].index, mi[0].matched_name) == ("MESH:D009203", "spans", "MI")
+    assert mi[0].to_dict()["index"] == "spans"
+    assert len({c.concept_id for c in mi}) == len(mi) >= 2  # the KB fills the rest, without repeats
+    assert asthma[0].concept_id == "MESH:D001249" and asthma[0].index == "kb"  # no confident span
+    never = Linker(bundle)
+    never.generator.threshold = 2.0  # a threshold no score reaches: the KB alone answers
+    assert never.normalize("MI", top_k=3) == [c for c in never.generator.kb.generate(["MI"], 3)[0]]
+
+
+def test_dft_split_is_seeded_and_independent_of_order():
+    first, rest = dft_split(DOCUMENTS, 0.5, seed=1)
+    again, _ = dft_split(list(reversed(DOCUMENTS)), 0.5, seed=1)
+    assert len(first) == 2 and [d.id for d in first] == [d.id for d in again]
+    assert sorted(d.id for d in first + rest) == ["1", "2", "3", "4"]
+    assert dft_split(DOCUMENTS, 0.0)[0] == [] and len(dft_split(DOCUMENTS, 1.0)[0]) == 4
+    with pytest.raises(BabelinkError, match="between 0 and 1"):
+        dft_split(DOCUMENTS, 1.5)
+    with pytest.raises(BabelinkError, match="repeated ids"):
+        dft_split(DOCUMENTS + DOCUMENTS[:1], 0.5)
+
+
+def test_dft_adds_mentions_as_names_and_records_the_documents(kb, tmp_path):
+    train = tmp_path / "train.pubtator"
+    with open(train, "w") as stream:
+        write_pubtator(DOCUMENTS, stream)
+    extended, record = apply_dft(kb, train, ratio=0.5, seed=3)
+    chosen = {d.id for d in dft_split(DOCUMENTS, 0.5, seed=3)[0]}
+    assert set(record.documents) == chosen
+    added = extended.names.filter(np.array(extended.names.column("source").to_pylist()) == DFT_SOURCE)
+    expected = {(a.text, c) for d in DOCUMENTS if d.id in chosen for a, c in
+                [(a, c) for a in d.annotations for c in a.concept_ids]}
+    assert record.pairs == added.num_rows <= len(expected)
+    path = build_bundle(extended, tmp_path / "b", retriever="sparse", dft=record)
+    bundle = load_bundle(path)
+    assert set(bundle.dft_documents()) == chosen
+    assert bundle.manifest["dft"] == {"source": str(train), "ratio": 0.5, "seed": 3, "documents": 2, "pairs": record.pairs}
+    assert json.loads((path / MANIFEST).read_text())["files"]["dft_documents.txt"]
+    assert load_bundle(build_bundle(kb, tmp_path / "plain", retriever="sparse")).dft_documents() == []
