@@ -63,12 +63,11 @@ def build(
     dft_seed: Annotated[int, typer.Option("--dft-seed", help="Seed of the document draw.")] = 0,
 ) -> None:
     """Read a KB and write a bundle (KB + TF-IDF and/or dense index + manifest)."""
-    from rich.progress import Progress
-
     from babelink.index.dense import DenseParams
     from babelink.kb.readers import read_kb
     from babelink.link import annotations
     from babelink.link.bundle import DEFAULT_SWITCH_THRESHOLD, build_bundle
+    from babelink.progress import progress_bar
 
     languages = parse_languages(lang)
     knowledge_base = read_kb(kb, kb_format, languages=languages, sources=source, term_types=term_type)
@@ -81,14 +80,13 @@ def build(
     dft = None
     if dft_from is not None:
         knowledge_base, dft = annotations.apply_dft(knowledge_base, dft_from, dft_ratio, dft_seed)
-    with Progress(transient=True, disable=not sys.stderr.isatty()) as progress:
-        task = progress.add_task("encoding names", total=None)
+    with progress_bar("indexing") as progress:
         path = build_bundle(
             knowledge_base, out, retriever=retriever.value, encoder=encoder,
             encoder_settings={"pooling": pooling, "prefix": prefix}, dense_params=DenseParams(kind=index.value),
             spans=spans, switch_threshold=DEFAULT_SWITCH_THRESHOLD if switch_threshold is None else switch_threshold,
             dft=dft, kb_source=source_info,
-            progress=lambda stage, done, total: progress.update(task, description=stage, completed=done, total=total),
+            progress=progress,
         )
     summary = f"wrote {path}: {len(knowledge_base):,} concepts, {knowledge_base.num_names:,} names, {retriever.value} retriever"
     if spans is not None:

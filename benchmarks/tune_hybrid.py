@@ -79,17 +79,17 @@ def main() -> None:
     names = [query_set.name for _, query_set in sets]
     lines = [f"## {time.strftime('%Y-%m-%d')} — hybrid fusion and index switching, dev-only tuning (commit `{commit()}`)", "",
              f"Command: `python benchmarks/tune_hybrid.py` · machine: {machine()} · {time.perf_counter() - started:.0f} s", "",
-             "Rule: `score = w · dense cosine + (1 − w) · sparse cosine` over the union of both retrievers' "
+             ("Rule: `score = w · dense cosine + (1 − w) · sparse cosine` over the union of both retrievers' "
              "`pool` best name strings (bundled multilingual-e5-small; char_wb 2–4-gram TF-IDF). "
-             "w = 0 is sparse re-ranked, w = 1 dense re-ranked. Acc@1, in-KB dev queries:", "",
+             "w = 0 is sparse re-ranked, w = 1 dense re-ranked. Acc@1, in-KB dev queries:"), "",
              "| w | pool | " + " | ".join(names) + " | mean |", "|---:|---:|" + "---:|" * (len(names) + 1)]
     for (weight, pool), scores in grid.items():
         mark = "**" if (weight, pool) == best else ""
         lines.append(f"| {mark}{weight}{mark} | {pool} | " + " | ".join(f"{s:.3f}" for s in scores)
                      + f" | {mark}{sum(scores) / len(scores):.3f}{mark} |")
     lines += ["", f"Chosen: w = {best[0]}, pool = {best[1]}.", "",
-              "Index switching (002 §6.2): labeled-span index from each corpus's train split, searched first; "
-              "its concepts rank first when the best span scores ≥ threshold (1.01 = never switch):", "",
+              ("Index switching (002 §6.2): labeled-span index from each corpus's train split, searched first; "
+              "its concepts rank first when the best span scores ≥ threshold (1.01 = never switch):"), "",
               "| threshold | " + " | ".join(switching) + " | mean |", "|---:|" + "---:|" * (len(switching) + 1)]
     for position, threshold in enumerate(THRESHOLDS):
         cells = " | ".join(f"{values[position]:.3f}" for values in switching.values())

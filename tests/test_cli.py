@@ -67,10 +67,15 @@ def test_normalize_stdin_to_tsv(bundle):
         (["normalize", "--bundle", "{bundle}", "--input", "-"], "asthma\n\nfever\n", "<stdin>:2: empty mention"),
         (["build", "--kb", "{tmp}/bad.RRF", "--out", "{tmp}/b"], None, "bad.RRF:1: invalid UTF-8"),
         (["build", "--kb", "{tmp}/absent.RRF", "--out", "{tmp}/b"], None, "absent.RRF: no such file"),
+        (["build", "--kb", "{tmp}/ok.RRF", "--out", "{tmp}/b", "--encoder", "{tmp}/no-model"], None,
+         "no-model: not a transformers checkpoint directory"),
+        (["build", "--kb", "{tmp}/ok.RRF", "--out", "{tmp}/b", "--retriever", "sparse", "--spans-from", "{tmp}/absent"],
+         None, "absent: no such file or directory"),
     ],
 )
 def test_bad_input_gives_one_line_error_and_nonzero_exit(bundle, tmp_path, args, stdin, message):
     (tmp_path / "bad.RRF").write_bytes(b"C1|ENG|P|L|PF|S|Y|A||||MSH|MH|D1|caf\xe9|0|N||\n")
+    (tmp_path / "ok.RRF").write_text(MRCONSO)
     args = [a.format(bundle=bundle, tmp=tmp_path) for a in args]
     result = babelink(*args, stdin=stdin)
     assert result.returncode == 1
@@ -93,3 +98,36 @@ def test_corrupt_bundle_is_reported(bundle, tmp_path):
     (copy / "names" / "strings.parquet").write_bytes(b"garbage")
     result = babelink("normalize", "--bundle", copy, "asthma")
     assert result.returncode == 1 and "does not match the manifest checksum" in result.stderr
+
+
+TRAIN = """\
+1|t|Heart attack in MI patients
+1|a|No DM.
+1\t0\t12\tHeart attack\tDisease\tC0027051
+1\t16\t18\tMI\tDisease\tC0027051
+1\t31\t33\tDM\tDisease\tC0011849
+
+2|t|Asthma
+2|a|BA
+2\t0\t6\tAsthma\tDisease\tC0004096
+2\t7\t9\tBA\tDisease\tC0004096
+
+"""
+
+
+def test_build_hybrid_with_spans_and_dft_then_normalize(tmp_path, tiny_encoder_dir):
+    (tmp_path / "MRCONSO.RRF").write_text(MRCONSO)
+    (tmp_path / "train.pubtator").write_text(TRAIN)
+    out = tmp_path / "bundle"
+    result = babelink("build", "--kb", tmp_path / "MRCONSO.RRF", "--kb-format", "umls", "--out", out,
+                      "--encoder", tiny_encoder_dir, "--pooling", "mean", "--spans-from", tmp_path / "train.pubtator",
+                      "--dft-from", tmp_path / "train.pubtator", "--dft-ratio", "0.5")
+    assert result.returncode == 0, result.stderr
+    assert "hybrid retriever" in result.stderr and "labeled spans" in result.stderr and "DFT names from 1 documents" in result.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["dense"]["encoder"]["pooling"] == "mean" and manifest["dft"]["documents"] == 1
+    result = babelink("normalize", "--bundle", out, "BA", "diabetes", "-k", "2")
+    assert result.returncode == 0, result.stderr
+    ba, diabetes = [json.loads(line)["candidates"] for line in result.stdout.splitlines()]
+    assert ba[0]["index"] == "spans" and ba[0]["id"] == "C0004096"
+    assert diabetes[0]["id"] == "C0011849" and {"sparse_score", "dense_score"} <= set(diabetes[0])
