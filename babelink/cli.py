@@ -141,6 +141,7 @@ def normalize(
     output: Annotated[str, typer.Option("--output", "-o", help="Output file; '-' for stdout.")] = "-",
     top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, help="Concepts per mention.")] = 5,
     output_format: Annotated[OutputFormat, typer.Option("--format", help="jsonl: one object per mention; tsv: one row per candidate.")] = OutputFormat.jsonl,
+    ngram_threshold: Annotated[float | None, typer.Option("--ngram-threshold", help="JSONL: a mention whose best score is below this gets \"parts\", its n-grams linked by the n-gram search loop.")] = None,
 ) -> None:
     """Rank KB concepts for each mention (any language)."""
     from babelink.link.pipeline import Linker
@@ -158,6 +159,8 @@ def normalize(
         for mention, candidates in linker.normalize_stream(stream, top_k):
             if output_format is OutputFormat.jsonl:
                 record = {"mention": mention, "candidates": [candidate.to_dict() for candidate in candidates]}
+                if ngram_threshold is not None and (not candidates or candidates[0].score < ngram_threshold):
+                    record["parts"] = [part.to_dict() for part in linker.search_ngrams(mention, ngram_threshold, top_k)]
                 out.write(json.dumps(record, ensure_ascii=False) + "\n")
             else:
                 for rank, c in enumerate(candidates, start=1):

@@ -43,8 +43,9 @@ def publish(text: str, write: bool) -> None:
 
 def cached_bundle(data: Path, kb_name: str, **options) -> Path:
     """A bundle of a shared KB (`open-umls`, `ctd-medic`) built with `build_bundle` `options`,
-    reused across benchmark runs while the package code is unchanged (keyed by the git tree of
-    `babelink/` and the options), so dense bundles are encoded once per code version."""
+    reused across benchmark runs while the code that determines a bundle's content is unchanged
+    (keyed by the committed git trees of `BUNDLE_CODE` and the options), so dense bundles are
+    encoded once per version of that code."""
     import hashlib
     import json
 
@@ -52,8 +53,8 @@ def cached_bundle(data: Path, kb_name: str, **options) -> Path:
     from babelink.kb.readers import read_kb
     from babelink.link.bundle import MANIFEST, build_bundle
 
-    tree = subprocess.run(["git", "rev-parse", "HEAD:babelink"], cwd=ROOT, capture_output=True, text=True,
-                          check=False).stdout.strip()
+    tree = subprocess.run(["git", "rev-parse", *(f"HEAD:{part}" for part in BUNDLE_CODE)], cwd=ROOT,
+                          capture_output=True, text=True, check=False).stdout.split()
     key = hashlib.sha256(json.dumps([tree, kb_name, options], sort_keys=True, default=str).encode()).hexdigest()[:12]
     path = default_cache_dir() / "benchmark-bundles" / f"{kb_name}-{key}"
     if not (path / MANIFEST).is_file():
@@ -61,4 +62,6 @@ def cached_bundle(data: Path, kb_name: str, **options) -> Path:
     return path
 
 
+BUNDLE_CODE = ("babelink/kb", "babelink/index", "babelink/encoders", "babelink/text.py", "babelink/link/bundle.py",
+               "babelink/link/candidates.py")
 KB_FILES = {"open-umls": "kb/open-umls/MRCONSO.RRF", "ctd-medic": "kb/ctd-medic/CTD_diseases.tsv.gz"}

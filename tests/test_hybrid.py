@@ -4,12 +4,13 @@ import json
 import shutil
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from babelink.errors import BabelinkError, BundleError
 from babelink.formats.document import Annotation, Document
 from babelink.formats.pubtator import write_pubtator
-from babelink.kb.base import KnowledgeBaseBuilder
+from babelink.kb.base import KnowledgeBase, KnowledgeBaseBuilder
 from babelink.link.annotations import DFT_SOURCE, apply_dft, dft_split, mention_pairs, span_kb
 from babelink.link.bundle import MANIFEST, build_bundle, load_bundle
 from babelink.link.candidates import HybridParams
@@ -156,3 +157,19 @@ def test_dft_adds_mentions_as_names_and_records_the_documents(kb, tmp_path):
     assert bundle.manifest["dft"] == {"source": str(train), "ratio": 0.5, "seed": 3, "documents": 2, "pairs": record.pairs}
     assert json.loads((path / MANIFEST).read_text())["files"]["dft_documents.txt"]
     assert load_bundle(build_bundle(kb, tmp_path / "plain", retriever="sparse")).dft_documents() == []
+
+
+def test_ngram_search_links_the_parts_of_an_unmatched_mention(kb, tmp_path):
+    builder = KnowledgeBaseBuilder()
+    builder.add_name("MESH:D010146", "Severe pain and discomfort")  # "severe" and "and" are in the TF-IDF vocabulary
+    pain = builder.build()
+    both = KnowledgeBase(pa.concat_tables([kb.names, pain.names]), pa.concat_tables([kb.concepts, pain.concepts]))
+    linker = Linker(load_bundle(build_bundle(both, tmp_path / "b", retriever="sparse")))
+    mention = "severe diabetes mellitus and high blood pressure"
+    parts = linker.search_ngrams(mention, threshold=0.95, top_k=1)
+    assert [(p.text, p.candidates[0].concept_id) for p in parts] == [
+        ("diabetes mellitus", "MESH:D003920"), ("high blood pressure", "MESH:D006973")]
+    assert all(mention[p.start : p.end] == p.text for p in parts)
+    [whole] = linker.search_ngrams("Asthma", threshold=0.95)
+    assert (whole.start, whole.end, whole.candidates[0].concept_id) == (0, 6, "MESH:D001249")
+    assert linker.search_ngrams("zzz qqq", threshold=0.95) == []

@@ -16,6 +16,7 @@ from babelink.link.candidates import (
     HybridParams,
     SparseGenerator,
 )
+from babelink.link.ngram_search import LinkedPart, ngram_search
 from babelink.link.switching import SwitchingGenerator
 from babelink.text import check_mention
 
@@ -63,6 +64,11 @@ class Linker:
                 batch = []
         if batch:
             yield from zip(batch, self._normalize_batch(batch, top_k))
+
+    def search_ngrams(self, mention: str, threshold: float, top_k: int = 5) -> list[LinkedPart]:
+        """The mention's linked parts by the n-gram search loop (002 §4.4.1): the whole mention
+        when its best concept scores at least `threshold`, else its best-scoring n-grams."""
+        return ngram_search(self.generator, check_mention(mention), threshold, top_k)
 
     def _normalize_batch(self, mentions: Sequence[str], top_k: int) -> list[list[Candidate]]:
         """Each distinct string is searched once per batch: repeated mentions are common in corpora."""

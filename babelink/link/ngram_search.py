@@ -1,0 +1,57 @@
+"""N-gram search loop (002 §4.4.1) for a mention that links to nothing with enough confidence.
+
+A detected span may hold several neighbouring entities ("diabetes mellitus and hypertension")
+or an entity plus surrounding words. When the whole span scores below the threshold, its
+whitespace-token n-grams are searched from n−1 tokens down to 1; an n-gram is linked when it
+reaches the threshold, and shorter n-grams that contain an already linked token are skipped.
+Within one length, better-scoring n-grams claim their tokens first.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from babelink.link.candidates import Candidate, CandidateGenerator
+
+_TOKEN = re.compile(r"\S+")
+
+
+@dataclass(frozen=True)
+class LinkedPart:
+    """A linked piece of a mention: `mention[start:end] == text`."""
+
+    start: int
+    end: int
+    text: str
+    candidates: list[Candidate]
+
+    def to_dict(self) -> dict:
+        return {"start": self.start, "end": self.end, "text": self.text,
+                "candidates": [candidate.to_dict() for candidate in self.candidates]}
+
+
+def ngram_search(generator: CandidateGenerator, mention: str, threshold: float, top_k: int = 5) -> list[LinkedPart]:
+    """The linked parts of `mention`, in text order: the whole mention when it reaches
+    `threshold`, otherwise its best n-grams (possibly none)."""
+    [whole] = generator.generate([mention], top_k)
+    if whole and whole[0].score >= threshold:
+        return [LinkedPart(0, len(mention), mention, whole)]
+    tokens = [(match.start(), match.end()) for match in _TOKEN.finditer(mention)]
+    linked = [False] * len(tokens)
+    parts: list[LinkedPart] = []
+    for size in range(len(tokens) - 1, 0, -1):
+        grams = [(first, first + size) for first in range(len(tokens) - size + 1) if not any(linked[first : first + size])]
+        if not grams:
+            continue
+        texts = [mention[tokens[first][0] : tokens[last - 1][1]] for first, last in grams]
+        scored = [(candidates[0].score, gram, text, candidates)
+                  for gram, text, candidates in zip(grams, texts, generator.generate(texts, top_k))
+                  if candidates and candidates[0].score >= threshold]
+        for _, (first, last), text, candidates in sorted(scored, key=lambda item: -item[0]):
+            if not any(linked[first:last]):
+                linked[first:last] = [True] * (last - first)
+                parts.append(LinkedPart(tokens[first][0], tokens[last - 1][1], text, candidates))
+        if all(linked):
+            break
+    return sorted(parts, key=lambda part: part.start)
