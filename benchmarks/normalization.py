@@ -21,12 +21,13 @@ from pathlib import Path
 
 from report import KB_FILES, arguments, cached_bundle, commit, machine, publish
 
+from babelink.encoders.cache import CachedEncoder
 from babelink.eval import benchmark
 from babelink.index.sparse import TfidfNameIndex, TfidfParams
 from babelink.kb.store import load_kb
 from babelink.link import annotations
 from babelink.link.bundle import DEFAULT_SWITCH_THRESHOLD, build_bundle, load_bundle
-from babelink.link.candidates import DenseGenerator, ExactMatchGenerator, SparseGenerator
+from babelink.link.candidates import DenseGenerator, ExactMatchGenerator, HybridGenerator, HybridParams, SparseGenerator
 from babelink.link.pipeline import Linker, generator_for
 from babelink.link.switching import SwitchingGenerator
 
@@ -73,13 +74,14 @@ def _generator(bundle, system: str, data: Path, set_name: str, scratch: str):
         return SparseGenerator(bundle.kb, bundle.names, TfidfNameIndex.fit(bundle.names.strings, CHAR3))
     if system == "dense":
         return DenseGenerator(bundle.kb, bundle.names, bundle.dense, bundle.encoder())
-    kb_generator = generator_for(bundle)
+    encoder = CachedEncoder(bundle.encoder())
+    kb_generator = HybridGenerator(bundle.kb, bundle.names, bundle.sparse, bundle.dense, encoder, HybridParams())
     if system == "hybrid":
         return kb_generator
     documents = annotations.read_annotated(data / "bench" / TRAIN_FILES[set_name])
     spans = annotations.span_kb(annotations.mention_pairs(documents, bundle.kb), bundle.kb)
     spans_bundle = load_bundle(build_bundle(spans, Path(scratch) / set_name, retriever="hybrid"))
-    return SwitchingGenerator(generator_for(spans_bundle), kb_generator, DEFAULT_SWITCH_THRESHOLD)
+    return SwitchingGenerator(generator_for(spans_bundle, encoder), kb_generator, DEFAULT_SWITCH_THRESHOLD)
 
 
 def system_step(bundle_path: str, system: str, data: str, set_names: tuple[str, ...]) -> dict:

@@ -22,7 +22,8 @@ from babelink.encoders.cache import CachedEncoder
 from babelink.eval import benchmark
 from babelink.formats.xlbel import read_xlbel
 from babelink.link.bundle import load_bundle
-from babelink.link.pipeline import Linker, generator_for
+from babelink.link.candidates import HybridGenerator, HybridParams
+from babelink.link.pipeline import Linker
 
 #: Profile rows: label → (file name, function) pairs; each pair counts the largest cumulative time
 #: among matching entries (nested `forward`s of one model file share a name), pairs are summed.
@@ -41,7 +42,8 @@ def _linker(bundle, precision: str | None) -> Linker:
     entry = dict(bundle.manifest["dense"]["encoder"])
     if precision:
         entry["precision"] = precision
-    return Linker(bundle, generator_for(bundle, CachedEncoder(encoder_from_manifest(entry, bundle.path))))
+    encoder = CachedEncoder(encoder_from_manifest(entry, bundle.path))
+    return Linker(bundle, HybridGenerator(bundle.kb, bundle.names, bundle.sparse, bundle.dense, encoder, HybridParams()))
 
 
 def _rate(linker: Linker, mentions: list[str], repeats: int = 1) -> float:

@@ -51,17 +51,18 @@ def cached_bundle(data: Path, kb_name: str, **options) -> Path:
 
     from babelink.kb.default import default_cache_dir
     from babelink.kb.readers import read_kb
-    from babelink.link.bundle import MANIFEST, build_bundle
+    from babelink.link.bundle import FORMAT_VERSION, MANIFEST, build_bundle
 
     tree = subprocess.run(["git", "rev-parse", *(f"HEAD:{part}" for part in BUNDLE_CODE)], cwd=ROOT,
                           capture_output=True, text=True, check=False).stdout.split()
-    key = hashlib.sha256(json.dumps([tree, kb_name, options], sort_keys=True, default=str).encode()).hexdigest()[:12]
+    key = hashlib.sha256(json.dumps([tree, FORMAT_VERSION, kb_name, options], sort_keys=True, default=str).encode()).hexdigest()[:12]
     path = default_cache_dir() / "benchmark-bundles" / f"{kb_name}-{key}"
     if not (path / MANIFEST).is_file():
         build_bundle(read_kb(data / KB_FILES[kb_name]), path, **options)
     return path
 
 
-BUNDLE_CODE = ("babelink/kb", "babelink/index", "babelink/encoders", "babelink/text.py", "babelink/link/bundle.py",
-               "babelink/link/candidates.py")
+#: Code that determines a bundle's indexes. Fusion and switching parameters are not in the key:
+#: benchmarks pass the current defaults (`HybridParams()`, `DEFAULT_SWITCH_THRESHOLD`) explicitly.
+BUNDLE_CODE = ("babelink/kb", "babelink/index", "babelink/encoders", "babelink/text.py")
 KB_FILES = {"open-umls": "kb/open-umls/MRCONSO.RRF", "ctd-medic": "kb/ctd-medic/CTD_diseases.tsv.gz"}

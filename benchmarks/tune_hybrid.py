@@ -25,9 +25,9 @@ from babelink.link.candidates import HybridGenerator, HybridParams
 from babelink.link.pipeline import Linker, generator_for
 from babelink.link.switching import SwitchingGenerator
 
-WEIGHTS = [round(0.1 * step, 1) for step in range(11)]
+WEIGHTS = (0.0, 0.2, 0.4, 0.6, 0.8, 0.9, 0.95, 0.97, 0.98, 0.99, 1.0)
 POOLS = (16, 32, 64)
-THRESHOLDS = (0.8, 0.85, 0.9, 0.93, 0.95, 0.97, 1.01)
+THRESHOLDS = (0.85, 0.9, 0.93, 0.95, 0.97, 0.98, 0.99, 1.01)
 TRAIN_FILES = {"NCBI-disease dev": "ncbi_disease/NCBItrainset_corpus.txt",
                "BC5CDR-Disease dev": "bc5cdr/CDR_TrainingSet.PubTator.txt"}
 
