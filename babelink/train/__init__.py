@@ -1,0 +1,1 @@
+"""Training code for the encoder (SAP), kept apart from inference."""
