@@ -21,7 +21,6 @@ def shared_data() -> Path:
 def tiny_encoder_dir(tmp_path_factory) -> Path:
     """A randomly initialised 2-layer BERT with a character WordPiece vocabulary, saved as a
     standard checkpoint directory: a real transformers model that loads and runs in milliseconds."""
-    pytest.importorskip("torch")
     import torch
     from tokenizers import Tokenizer, decoders, normalizers, pre_tokenizers, processors
     from tokenizers.models import WordPiece

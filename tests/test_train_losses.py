@@ -1,10 +1,9 @@
 import math
 
 import pytest
+import torch
 
-torch = pytest.importorskip("torch")
-
-from babelink.train.losses import hard_pairs, multi_similarity_loss  # noqa: E402
+from babelink.train.losses import hard_pairs, multi_similarity_loss
 
 # names 0, 1 share class 0; names 2, 3 share class 1
 LABELS = torch.tensor([0, 0, 1, 1])
