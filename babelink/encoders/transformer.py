@@ -107,25 +107,35 @@ class TransformerEncoder:
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors in input order; batches are formed over inputs sorted by token count."""
-        torch, settings = self._torch, self.settings
         vectors = np.zeros((len(texts), self.dimension), dtype=np.float32)
         if not texts:
             return vectors
-        encoded = self.tokenizer(
-            [settings.prefix + text for text in texts], truncation=True, max_length=settings.max_length
-        )["input_ids"]
+        encoded = self._tokenize(texts)
         order = np.argsort([len(ids) for ids in encoded], kind="stable")
-        autocast = torch.autocast(self.device.type, dtype=self._autocast_dtype or torch.float32,
-                                  enabled=self._autocast_dtype is not None)
-        with torch.inference_mode(), autocast:
-            for start in range(0, len(order), settings.batch_size):
-                batch = order[start : start + settings.batch_size]
-                inputs = self.tokenizer.pad({"input_ids": [encoded[i] for i in batch]}, return_tensors="pt")
-                inputs = {key: value.to(self.device) for key, value in inputs.items()}
-                hidden = self.model(**inputs).last_hidden_state.float()
-                pooled = hidden[:, 0] if settings.pooling == "cls" else _mean_pool(hidden, inputs["attention_mask"])
-                vectors[batch] = torch.nn.functional.normalize(pooled, dim=-1).cpu().numpy()
+        with self._torch.inference_mode():
+            for start in range(0, len(order), self.settings.batch_size):
+                batch = order[start : start + self.settings.batch_size]
+                vectors[batch] = self._pooled([encoded[i] for i in batch]).cpu().numpy()
         return vectors
+
+    def embed(self, texts: Sequence[str]):
+        """One batch as a (len(texts), dim) tensor that keeps the autograd graph, for training."""
+        return self._pooled(self._tokenize(texts))
+
+    def _tokenize(self, texts: Sequence[str]) -> list[list[int]]:
+        prefix = self.settings.prefix
+        return self.tokenizer([prefix + text for text in texts], truncation=True,
+                              max_length=self.settings.max_length)["input_ids"]
+
+    def _pooled(self, input_ids: list[list[int]]):
+        torch = self._torch
+        inputs = self.tokenizer.pad({"input_ids": input_ids}, return_tensors="pt")
+        inputs = {key: value.to(self.device) for key, value in inputs.items()}
+        with torch.autocast(self.device.type, dtype=self._autocast_dtype or torch.float32,
+                            enabled=self._autocast_dtype is not None):
+            hidden = self.model(**inputs).last_hidden_state.float()
+        pooled = hidden[:, 0] if self.settings.pooling == "cls" else _mean_pool(hidden, inputs["attention_mask"])
+        return torch.nn.functional.normalize(pooled, dim=-1)
 
     def describe(self) -> dict:
         """What a bundle records to check later that it is queried with the encoder that built it."""

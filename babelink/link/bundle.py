@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import tempfile
 import time
@@ -25,6 +24,7 @@ from pathlib import Path
 
 from babelink.encoders import DEFAULT, Encoder, encoder_from_manifest, manifest_entry, open_encoder
 from babelink.errors import BabelinkError, BundleError
+from babelink.fsutil import replace_directory
 from babelink.index.dense import DenseNameIndex, DenseParams, embed_strings
 from babelink.index.names import NameTable
 from babelink.index.sparse import TfidfNameIndex, TfidfParams
@@ -153,7 +153,7 @@ def build_bundle(
         manifest["build_seconds"] = round(time.perf_counter() - started, 2)
         manifest["files"] = {str(path.relative_to(staging)): _sha256(path) for path in files}
         (staging / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False))
-        _replace_directory(staging, out)
+        replace_directory(staging, out)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -175,22 +175,6 @@ def _write_indexes(kb, directory: Path, sparse_params, encoder, dense_params, pr
         (directory / "dense").mkdir()
         files += DenseNameIndex.build(vectors, dense_params).save(directory / "dense")
     return files, len(names)
-
-
-def _replace_directory(staging: Path, out: Path) -> None:
-    """Rename `staging` to `out`; an existing bundle is moved aside first and removed after."""
-    os.chmod(staging, 0o755)
-    if not out.exists():
-        try:
-            staging.rename(out)
-            return
-        except OSError:
-            if not out.exists():
-                raise
-    retired = out.with_name(f".{out.name}.old-{os.getpid()}")
-    out.rename(retired)
-    staging.rename(out)
-    shutil.rmtree(retired, ignore_errors=True)
 
 
 def read_manifest(path: str | Path) -> dict:

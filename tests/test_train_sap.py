@@ -1,0 +1,81 @@
+"""SAP training loop on a tiny random BERT: the loss falls, resuming is bit-identical."""
+
+import json
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from babelink.encoders.transformer import EncoderSettings, TransformerEncoder
+from babelink.errors import BabelinkError
+from babelink.train.pairs import PositivePair, positive_pairs
+from babelink.train.sap import RESUME_DIR, SapConfig, SapTrainer
+
+CONCEPTS = {
+    "C1": ["fever", "pyrexia", "fiebre", "high temperature"],
+    "C2": ["headache", "cephalalgia", "dolor de cabeza", "head pain"],
+    "C3": ["asthma", "asma", "bronchial asthma", "asthmatic"],
+    "C4": ["diabetes", "diabetes mellitus", "sugar disease", "dm"],
+}
+PAIRS = positive_pairs([(name, concept) for concept, names in CONCEPTS.items() for name in names])
+SETTINGS = EncoderSettings(pooling="mean", precision="fp32")
+CONFIG = SapConfig(learning_rate=1e-3, batch_pairs=8, epochs=20, max_steps=20, warmup_ratio=0.1,
+                   epsilon=0.5, checkpoint_every=10, seed=7)
+
+
+def _weights(directory):
+    return load_file(str(directory / "model.safetensors"))
+
+
+def test_twenty_steps_lower_the_loss_and_write_a_loadable_encoder(tiny_encoder_dir, tmp_path):
+    trainer = SapTrainer(tiny_encoder_dir, PAIRS, tmp_path / "out", CONFIG, SETTINGS)
+    before = trainer.loss(PAIRS[:24]).item()
+    out = trainer.train()
+    history = trainer.state.loss_history
+    assert trainer.state.step == 20 and len(history) == 20
+    assert sum(history[-5:]) / 5 < sum(history[:5]) / 5
+    trainer.model.eval()
+    assert trainer.loss(PAIRS[:24]).item() < before
+    encoder = TransformerEncoder(out)  # settings come from babelink_encoder.json
+    assert encoder.settings.pooling == "mean"
+    vectors = encoder.encode(["fever", "pyrexia", "asthma"])
+    assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2]
+    assert json.loads((out / "sap_config.json").read_text())["steps"] == 20
+
+
+class Killed(Exception):
+    pass
+
+
+def _kill_after(step):
+    def progress(state, seconds):
+        if state.step == step:
+            raise Killed
+
+    return progress
+
+
+def test_resume_after_a_kill_continues_bit_identically(tiny_encoder_dir, tmp_path):
+    SapTrainer(tiny_encoder_dir, PAIRS, tmp_path / "straight", CONFIG, SETTINGS).train()
+    with pytest.raises(Killed):  # dies at step 12; the last resume point is step 10
+        SapTrainer(tiny_encoder_dir, PAIRS, tmp_path / "resumed", CONFIG, SETTINGS).train(_kill_after(12))
+    second = SapTrainer(tiny_encoder_dir, PAIRS, tmp_path / "resumed", CONFIG, SETTINGS)
+    assert second.state.step == 10
+    second.train()
+    straight, resumed = _weights(tmp_path / "straight"), _weights(tmp_path / "resumed")
+    assert straight.keys() == resumed.keys()
+    for name in straight:
+        assert torch.equal(straight[name], resumed[name]), name
+
+
+def test_frozen_embeddings_stay_put_and_resume_needs_the_same_data(tiny_encoder_dir, tmp_path):
+    config = SapConfig(learning_rate=1e-3, batch_pairs=8, max_steps=3, freeze_embeddings=True)
+    trainer = SapTrainer(tiny_encoder_dir, PAIRS, tmp_path / "out", config, SETTINGS)
+    embeddings = trainer.model.get_input_embeddings().weight.detach().clone()
+    trainer.train()
+    assert torch.equal(trainer.model.get_input_embeddings().weight, embeddings)
+    with pytest.raises(BabelinkError, match="resume with the same data"):
+        SapTrainer(tiny_encoder_dir, PAIRS[:10], tmp_path / "out", config, SETTINGS)
+    with pytest.raises(BabelinkError, match="no positive pairs"):
+        SapTrainer(tiny_encoder_dir, [], tmp_path / "other", config, SETTINGS)
+    assert isinstance(PAIRS[0], PositivePair)
