@@ -9,7 +9,7 @@ from safetensors.torch import load_file
 from babelink.encoders.transformer import EncoderSettings, TransformerEncoder
 from babelink.errors import BabelinkError
 from babelink.train.pairs import PositivePair, positive_pairs
-from babelink.train.sap import RESUME_DIR, SapConfig, SapTrainer
+from babelink.train.sap import SapConfig, SapTrainer
 
 CONCEPTS = {
     "C1": ["fever", "pyrexia", "fiebre", "high temperature"],
