@@ -176,6 +176,72 @@ def info(bundle: BundleOption = None) -> None:
     typer.echo(json.dumps(read_manifest(bundle or default_bundle()), indent=2, ensure_ascii=False))
 
 
+train_app = typer.Typer(no_args_is_help=True, help="Train models: the entity encoder (SAP).")
+app.add_typer(train_app, name="train")
+
+
+@train_app.command("sap")
+def train_sap(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output checkpoint directory (resumes from out/resume/ when present).")],
+    kb: Annotated[Path | None, typer.Option("--kb", help="KB whose synonyms are the positive pairs (003 §2).")] = None,
+    kb_format: Annotated[str | None, typer.Option("--kb-format", help="umls|ctd|obo|tsv|jsonl|parquet; inferred when omitted.")] = None,
+    lang: Annotated[list[str] | None, typer.Option("--lang", help="Read only these KB languages.")] = None,
+    synonyms: Annotated[str, typer.Option("--synonyms", help="all_syn | en_syn | <lang>_syn (001 Tab. 3).")] = "all_syn",
+    pairs: Annotated[list[Path] | None, typer.Option("--pairs", help="Translation pairs (english<TAB>foreign), each pair a pseudo-class (001 §2.2).")] = None,
+    mentions_from: Annotated[Path | None, typer.Option("--mentions-from", help="Task fine-tuning: annotated documents whose mentions pair with their gold concept's KB names.")] = None,
+    init: Annotated[str, typer.Option("--init", help="'default' (bundled multilingual-e5-small) or a checkpoint directory.")] = "default",
+    max_minutes: Annotated[float | None, typer.Option("--max-minutes", help="Stop (and save) after this long.")] = None,
+    max_steps: Annotated[int | None, typer.Option("--max-steps", min=1)] = None,
+    epochs: Annotated[int, typer.Option("--epochs", min=1)] = 1,
+    batch_pairs: Annotated[int, typer.Option("--batch-pairs", min=2, help="Positive pairs per batch.")] = 128,
+    learning_rate: Annotated[float, typer.Option("--lr")] = 2e-5,
+    freeze_embeddings: Annotated[bool, typer.Option("--freeze-embeddings", help="Keep the word embeddings fixed (CPU training).")] = False,
+    max_pairs_per_concept: Annotated[int, typer.Option("--max-pairs-per-concept", min=1)] = 50,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+) -> None:
+    """Self-alignment pretraining of the encoder on KB synonyms and translation pairs."""
+    from babelink.encoders import DEFAULT
+    from babelink.encoders.e5_bundled import E5_SETTINGS, bundled_e5_path
+    from babelink.encoders.transformer import settings_for
+    from babelink.kb.readers import read_kb
+    from babelink.link.annotations import read_annotated
+    from babelink.progress import progress_bar
+    from babelink.train import pairs as training_pairs
+    from babelink.train.sap import SapConfig, SapTrainer
+
+    if kb is None and not pairs:
+        raise InvalidInputError("give --kb (synonyms or, with --mentions-from, task pairs) and/or --pairs")
+    positives = []
+    if kb is not None:
+        knowledge_base = read_kb(kb, kb_format, languages=parse_languages(lang))
+        if mentions_from is not None:
+            positives += training_pairs.mention_names(read_annotated(mentions_from), knowledge_base,
+                                                      max_pairs_per_concept, seed)
+        else:
+            positives += training_pairs.positive_pairs(training_pairs.synonym_names(knowledge_base, synonyms),
+                                                       max_pairs_per_concept, seed)
+    for path in pairs or ():
+        positives += training_pairs.translation_pairs(path)
+    init_path = bundled_e5_path() if init == DEFAULT else Path(init)
+    settings = settings_for(init_path, **(E5_SETTINGS if init == DEFAULT else {}))
+    config = SapConfig(learning_rate=learning_rate, batch_pairs=batch_pairs, epochs=epochs, max_steps=max_steps,
+                       max_minutes=max_minutes, freeze_embeddings=freeze_embeddings, seed=seed)
+    trainer = SapTrainer(init_path, positives, out, config, settings)
+    typer.echo(f"training on {len(positives):,} positive pairs, {trainer.total_steps:,} steps"
+               + (f", resuming at step {trainer.state.step:,}" if trainer.state.step else ""), err=True)
+    with progress_bar("training") as progress:
+        def report(state, seconds):
+            pairs_per_second = (state.step - first_step) * config.batch_pairs / max(seconds, 1e-9)
+            progress(f"step {state.step:,} loss {state.loss_history[-1]:.4f} · {pairs_per_second:,.0f} pairs/s",
+                     state.step, trainer.total_steps)
+
+        first_step = trainer.state.step
+        path = trainer.train(report)
+    losses = trainer.state.loss_history
+    typer.echo(f"wrote {path} after {trainer.state.step:,} steps; last loss {losses[-1]:.4f}" if losses
+               else f"wrote {path}", err=True)
+
+
 def main() -> None:
     """Entry point: babelink errors become one line on stderr and exit status 1."""
     try:

@@ -131,3 +131,18 @@ def test_build_hybrid_with_spans_and_dft_then_normalize(tmp_path, tiny_encoder_d
     ba, diabetes = [json.loads(line)["candidates"] for line in result.stdout.splitlines()]
     assert ba[0]["index"] == "spans" and ba[0]["id"] == "C0004096"
     assert diabetes[0]["id"] == "C0011849" and {"sparse_score", "dense_score"} <= set(diabetes[0])
+
+
+def test_train_sap_output_is_an_encoder_build_accepts(tmp_path, tiny_encoder_dir):
+    (tmp_path / "MRCONSO.RRF").write_text(MRCONSO + "C0011849|SPA|P|L9|PF|S9|Y|A9||||MSHSPA|MH|D003920|Diabetes mellitus tipo|0|N||\n")
+    (tmp_path / "en-es.tsv").write_text("fever\tfiebre\nheart\tcorazón\nasthma\tasma\n")
+    out = tmp_path / "sap"
+    result = babelink("train", "sap", "--kb", tmp_path / "MRCONSO.RRF", "--pairs", tmp_path / "en-es.tsv",
+                      "--init", tiny_encoder_dir, "--out", out, "--max-steps", "2", "--batch-pairs", "2")
+    assert result.returncode == 0, result.stderr
+    assert "training on 5 positive pairs, 2 steps" in result.stderr
+    assert json.loads((out / "sap_config.json").read_text())["steps"] == 2
+    result = babelink("build", "--kb", tmp_path / "MRCONSO.RRF", "--out", tmp_path / "bundle", "--encoder", out)
+    assert result.returncode == 0, result.stderr
+    result = babelink("train", "sap", "--out", out)
+    assert result.returncode == 1 and "give --kb" in result.stderr
