@@ -55,10 +55,16 @@ def cached_bundle(data: Path, kb_name: str, **options) -> Path:
 
     tree = subprocess.run(["git", "rev-parse", *(f"HEAD:{part}" for part in BUNDLE_CODE)], cwd=ROOT,
                           capture_output=True, text=True, check=False).stdout.split()
+    encoder = options.get("encoder", "default")
+    if encoder != "default":  # a retrained checkpoint in the same directory must not reuse the old bundle
+        from babelink.encoders.transformer import checkpoint_fingerprint
+
+        options = {**options, "encoder_fingerprint": checkpoint_fingerprint(Path(encoder))}
     key = hashlib.sha256(json.dumps([tree, FORMAT_VERSION, kb_name, options], sort_keys=True, default=str).encode()).hexdigest()[:12]
     path = default_cache_dir() / "benchmark-bundles" / f"{kb_name}-{key}"
     if not (path / MANIFEST).is_file():
-        build_bundle(read_kb(data / KB_FILES[kb_name]), path, **options)
+        build_bundle(read_kb(data / KB_FILES[kb_name]), path,
+                     **{name: value for name, value in options.items() if name != "encoder_fingerprint"})
     return path
 
 
