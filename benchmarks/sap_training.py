@@ -45,7 +45,8 @@ def main() -> None:
     args = arguments(parser.description, parser)
     rows = []
     for label, encoder in (("bundled e5-small (untrained)", "default"), (args.label or str(args.encoder), str(args.encoder.absolute()))):
-        bundle = load_bundle(cached_bundle(args.data, "open-umls", encoder=encoder))
+        options = {} if encoder == "default" else {"encoder": encoder}  # the default bundle's cache key
+        bundle = load_bundle(cached_bundle(args.data, "open-umls", **options))
         vector_encoder = bundle.encoder()
         dense = _scores(bundle, DenseGenerator(bundle.kb, bundle.names, bundle.dense, vector_encoder), args.data)
         hybrid = _scores(bundle, HybridGenerator(bundle.kb, bundle.names, bundle.sparse, bundle.dense, vector_encoder,
