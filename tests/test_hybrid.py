@@ -113,8 +113,9 @@ def test_span_kb_keeps_the_most_frequent_concept(kb):
 @pytest.mark.parametrize("retriever", ["sparse", "hybrid"])
 def test_index_switching_prefers_confident_labeled_spans(kb, tiny_encoder_dir, tmp_path, retriever):
     spans = span_kb(mention_pairs(DOCUMENTS, kb), kb)
+    # the random tiny encoder ranks nothing sensibly: let the sparse cosine rank
     path = build_bundle(kb, tmp_path / "b", retriever=retriever, encoder=tiny_encoder_dir, spans=spans,
-                        switch_threshold=0.95)
+                        switch_threshold=0.95, hybrid_params=HybridParams(dense_weight=0.1))
     bundle = load_bundle(path)
     assert bundle.manifest["spans"]["names"] == 5 and bundle.spans.kb.num_names == 5
     linker = Linker(bundle)

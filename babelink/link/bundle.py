@@ -38,7 +38,7 @@ MANIFEST = "manifest.json"
 RETRIEVERS = ("sparse", "dense", "hybrid")
 DFT_DOCUMENTS = "dft_documents.txt"
 #: Fused score a labeled span must reach to be used before the KB (tuned on dev data, BENCHMARKS.md).
-DEFAULT_SWITCH_THRESHOLD = 0.9
+DEFAULT_SWITCH_THRESHOLD = 0.97
 _LIBRARIES = ("babelink", "numpy", "scipy", "scikit-learn", "pyarrow")
 _DENSE_LIBRARIES = ("faiss-cpu", "torch", "transformers")
 
