@@ -198,6 +198,9 @@ def train_sap(
     freeze_embeddings: Annotated[bool, typer.Option("--freeze-embeddings", help="Keep the word embeddings fixed (CPU training).")] = False,
     max_pairs_per_concept: Annotated[int, typer.Option("--max-pairs-per-concept", min=1)] = 50,
     seed: Annotated[int, typer.Option("--seed")] = 0,
+    eval_set: Annotated[str | None, typer.Option("--eval", help="Dev set scored on --kb to keep the best checkpoint: quaero-dev, ncbi-dev or bc5cdr-dev.")] = None,
+    eval_data: Annotated[Path, typer.Option("--eval-data", help="Directory holding the benchmark data (bench/…).")] = Path("../shared/data"),
+    eval_every: Annotated[int, typer.Option("--eval-every", min=1, help="Steps between dev evaluations.")] = 200,
 ) -> None:
     """Self-alignment pretraining of the encoder on KB synonyms and translation pairs."""
     from babelink.encoders import DEFAULT
@@ -211,7 +214,9 @@ def train_sap(
 
     if kb is None and not pairs:
         raise InvalidInputError("give --kb (synonyms or, with --mentions-from, task pairs) and/or --pairs")
-    positives = []
+    if eval_set is not None and kb is None:
+        raise InvalidInputError("--eval scores the encoder on --kb; give --kb")
+    positives, evaluate = [], None
     if kb is not None:
         knowledge_base = read_kb(kb, kb_format, languages=parse_languages(lang))
         if mentions_from is not None:
@@ -220,6 +225,8 @@ def train_sap(
         else:
             positives += training_pairs.positive_pairs(training_pairs.synonym_names(knowledge_base, synonyms),
                                                        max_pairs_per_concept, seed)
+        if eval_set is not None:
+            evaluate = _dev_evaluator(eval_set, eval_data, knowledge_base)
     for path in pairs or ():
         positives += training_pairs.translation_pairs(path)
     init_path = bundled_e5_path() if init == DEFAULT else Path(init)
@@ -236,10 +243,28 @@ def train_sap(
                      state.step, trainer.total_steps)
 
         first_step = trainer.state.step
-        path = trainer.train(report)
+        path = trainer.train(report, evaluate, eval_every)
     losses = trainer.state.loss_history
     typer.echo(f"wrote {path} after {trainer.state.step:,} steps; last loss {losses[-1]:.4f}" if losses
                else f"wrote {path}", err=True)
+    if trainer.state.evaluations:
+        step, score = max(trainer.state.evaluations, key=lambda item: item[1])
+        typer.echo(f"best {eval_set} Acc@1 {score:.4f} at step {step:,} (kept in {path})", err=True)
+
+
+def _dev_evaluator(name: str, data: Path, kb):
+    from babelink.eval import benchmark
+    from babelink.train.evaluation import DenseDevEvaluator
+
+    sets = {"quaero-dev": benchmark.quaero_set, "ncbi-dev": benchmark.ncbi_set, "bc5cdr-dev": benchmark.bc5cdr_set}
+    if name not in sets:
+        raise InvalidInputError(f"--eval must be one of {', '.join(sets)}, got {name!r}")
+    if not (data / "bench").is_dir():
+        raise InvalidInputError(f"{data}: no bench/ directory with the benchmark data (--eval-data)")
+    queries = sets[name](data, kb, "dev")
+    if not queries.queries:
+        raise InvalidInputError(f"{name}: no dev query has a gold concept in --kb")
+    return DenseDevEvaluator(kb, queries)
 
 
 def main() -> None:

@@ -146,3 +146,17 @@ def test_train_sap_output_is_an_encoder_build_accepts(tmp_path, tiny_encoder_dir
     assert result.returncode == 0, result.stderr
     result = babelink("train", "sap", "--out", out)
     assert result.returncode == 1 and "give --kb" in result.stderr
+
+
+def test_train_sap_task_fine_tuning_keeps_the_best_dev_checkpoint(tmp_path, tiny_encoder_dir, shared_data):
+    out = tmp_path / "ncbi"
+    result = babelink("train", "sap", "--kb", shared_data / "kb" / "ctd-medic" / "CTD_diseases.tsv.gz",
+                      "--mentions-from", shared_data / "bench" / "ncbi_disease" / "NCBItrainset_corpus.txt",
+                      "--init", tiny_encoder_dir, "--out", out, "--max-steps", "2", "--batch-pairs", "4",
+                      "--eval", "ncbi-dev", "--eval-data", shared_data, "--eval-every", "1")
+    assert result.returncode == 0, result.stderr
+    assert "best ncbi-dev Acc@1" in result.stderr
+    record = json.loads((out / "sap_config.json").read_text())
+    assert [step for step, _ in record["evaluations"]] == [1, 2][: len(record["evaluations"])]
+    result = babelink("train", "sap", "--pairs", tmp_path / "x.tsv", "--out", out, "--eval", "ncbi-dev")
+    assert result.returncode == 1 and "give --kb" in result.stderr

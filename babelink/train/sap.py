@@ -37,6 +37,7 @@ from babelink.train.losses import hard_pairs, multi_similarity_loss
 from babelink.train.pairs import PositivePair
 
 RESUME_DIR = "resume"
+BEST_DIR = "best"
 STATE_FILE = "trainer_state.pt"
 CONFIG_FILE = "sap_config.json"
 
@@ -68,6 +69,7 @@ class TrainingState:
     epoch: int = 0
     position: int = 0  # batches of the current epoch already used
     loss_history: list[float] | None = None
+    evaluations: list[tuple[int, float]] | None = None  # (step, dev score)
 
 
 class SapTrainer:
@@ -96,7 +98,7 @@ class SapTrainer:
         warmup = int(config.warmup_ratio * total)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer, lambda step: min((step + 1) / max(1, warmup), max(0.0, (total - step) / max(1, total - warmup))))
-        self.state = TrainingState(loss_history=[])
+        self.state = TrainingState(loss_history=[], evaluations=[])
         if start_from == resume:
             self._load_state(resume)
 
@@ -127,8 +129,17 @@ class SapTrainer:
         return multi_similarity_loss(similarity, positives, negatives, self.config.alpha, self.config.beta,
                                      self.config.epsilon)
 
-    def train(self, progress: Callable[[TrainingState, float], None] | None = None) -> Path:
-        """Train until the epochs, `max_steps` or `max_minutes` run out; returns `out`."""
+    def train(
+        self,
+        progress: Callable[[TrainingState, float], None] | None = None,
+        evaluate: Callable[[TransformerEncoder], float] | None = None,
+        eval_every: int | None = None,
+    ) -> Path:
+        """Train until the epochs, `max_steps` or `max_minutes` run out; returns `out`.
+
+        With `evaluate` (encoder → dev score, higher is better), the encoder is scored every
+        `eval_every` steps and at the end, and `out/` receives the best-scoring weights.
+        """
         config, state = self.config, self.state
         started = time.monotonic()
         self.model.train()
@@ -148,18 +159,35 @@ class SapTrainer:
                 state.loss_history.append(float(loss.detach()))
                 if progress:
                     progress(state, time.monotonic() - started)
+                if evaluate and eval_every and state.step % eval_every == 0:
+                    self._evaluate(evaluate)
                 if state.step % config.checkpoint_every == 0:
                     self.save_resume_point()
                 if config.max_minutes is not None and time.monotonic() - started > 60 * config.max_minutes:
-                    return self._finish()
+                    return self._finish(evaluate)
             if state.position >= self.batches_per_epoch:
                 state.epoch, state.position = state.epoch + 1, 0
-        return self._finish()
+        return self._finish(evaluate)
 
-    def _finish(self) -> Path:
+    def _evaluate(self, evaluate: Callable[[TransformerEncoder], float]) -> None:
+        self.model.eval()
+        score = float(evaluate(self.encoder))
+        self.model.train()
+        best = max((s for _, s in self.state.evaluations), default=float("-inf"))
+        self.state.evaluations.append((self.state.step, score))
+        if score > best:
+            self.out.mkdir(parents=True, exist_ok=True)
+            _write_directory(self.out / BEST_DIR, self._save_encoder)
+
+    def _finish(self, evaluate: Callable[[TransformerEncoder], float] | None) -> Path:
+        if evaluate and (not self.state.evaluations or self.state.evaluations[-1][0] != self.state.step):
+            self._evaluate(evaluate)
         self.save_resume_point()
         self.model.eval()
-        _write_files(self.out, self._save_encoder)
+        if self.state.evaluations:
+            _write_files(self.out, lambda staging: _copy_files(self.out / BEST_DIR, staging))
+        else:
+            _write_files(self.out, self._save_encoder)
         return self.out
 
     def _save_encoder(self, directory: Path) -> None:
@@ -167,7 +195,8 @@ class SapTrainer:
         self.tokenizer.save_pretrained(directory)
         settings = replace(self.encoder.settings, precision="auto")
         (directory / SETTINGS_FILE).write_text(json.dumps(asdict(settings), indent=2))
-        (directory / CONFIG_FILE).write_text(json.dumps({**asdict(self.config), "steps": self.state.step}, indent=2))
+        record = {**asdict(self.config), "steps": self.state.step, "evaluations": self.state.evaluations}
+        (directory / CONFIG_FILE).write_text(json.dumps(record, indent=2))
 
     def save_resume_point(self) -> None:
         def save(directory: Path) -> None:
@@ -177,7 +206,7 @@ class SapTrainer:
                         "labels": len(self.labels), "pairs": len(self.pairs)}, directory / STATE_FILE)
 
         self.out.mkdir(parents=True, exist_ok=True)
-        _write_resume_point(self.out / RESUME_DIR, save)
+        _write_directory(self.out / RESUME_DIR, save)
 
     def _load_state(self, directory: Path) -> None:
         saved = torch.load(directory / STATE_FILE, weights_only=False)
@@ -207,7 +236,7 @@ def _set_rng_states(states: dict) -> None:
         torch.cuda.set_rng_state_all(states["cuda"])
 
 
-def _write_resume_point(target: Path, write: Callable[[Path], None]) -> None:
+def _write_directory(target: Path, write: Callable[[Path], None]) -> None:
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:
         write(staging)
@@ -215,6 +244,11 @@ def _write_resume_point(target: Path, write: Callable[[Path], None]) -> None:
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+
+
+def _copy_files(source: Path, target: Path) -> None:
+    for entry in source.iterdir():
+        shutil.copy2(entry, target / entry.name)
 
 
 def _write_files(target: Path, write: Callable[[Path], None]) -> None:
