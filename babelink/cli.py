@@ -55,7 +55,7 @@ def build(
     encoder: Annotated[str, typer.Option("--encoder", help="'default' (bundled multilingual-e5-small) or a checkpoint directory.")] = "default",
     pooling: Annotated[str | None, typer.Option("--pooling", help="cls|mean; default: the checkpoint's babelink_encoder.json, else cls.")] = None,
     prefix: Annotated[str | None, typer.Option("--prefix", help="Text prepended to every name and mention before encoding.")] = None,
-    index: Annotated[IndexKind, typer.Option("--index", help="FAISS layout: exact, graph, or compressed (UMLS scale).")] = IndexKind.flat,
+    index: Annotated[IndexKind, typer.Option("--index", help="FAISS layout: exact, graph (default), or compressed (UMLS scale).")] = IndexKind.hnsw,
     spans_from: Annotated[Path | None, typer.Option("--spans-from", help="Annotated documents (PubTator file or brat directory) for a labeled-span index searched before the KB.")] = None,
     switch_threshold: Annotated[float | None, typer.Option("--switch-threshold", help="Score a labeled span needs to be used before the KB.")] = None,
     dft_from: Annotated[Path | None, typer.Option("--dft-from", help="Annotated documents whose mentions extend the KB names (dictionary fine-tuning).")] = None,

@@ -38,7 +38,7 @@ SYSTEMS = {
     "sparse": "char_wb 2–4-gram TF-IDF, shortlist + exact rescoring (issue 2's default)",
     "sparse exhaustive": "same vectors, cosine against every name (the shortlist's reference)",
     "char-3-gram exhaustive": "reference point of the issue: plain char 3-gram TF-IDF, exact cosine",
-    "dense": "zero-shot bundled multilingual-e5-small, exact inner-product search",
+    "dense": "zero-shot bundled multilingual-e5-small, HNSW inner-product search (the default index)",
     "hybrid": "babelink default: sparse and dense cosines fused (weights from dev data)",
     "hybrid + spans": "hybrid behind index switching, labeled-span index from the corpus's train split",
 }
@@ -115,7 +115,7 @@ def _in_child(function, *args):
 def report(builds: dict, runs: dict) -> str:
     lines = [f"## {time.strftime('%Y-%m-%d')} — normalization (commit `{commit()}`)", "",
              f"Command: `python benchmarks/normalization.py` · machine: {machine()}", "",
-             "Default bundle build (read KB + normalise + fit TF-IDF + encode names + FAISS flat index + write):", "",
+             "Default bundle build (read KB + normalise + fit TF-IDF + encode names + FAISS HNSW index + write):", "",
              "| KB | concepts | names | name strings | build s | KB store load s | peak RSS MB of the step |",
              "|---|---:|---:|---:|---:|---:|---:|"]
     for kb_name, b in builds.items():

@@ -85,7 +85,7 @@ def main() -> None:
              f"{torch.__version__}, {torch.get_num_threads()} threads"), "",
              (f"{len(stream):,} XL-BEL v0.0 mentions (all of them, in-KB or not; {len(set(stream)):,} distinct), "
              "open-umls default bundle "
-             f"({bundle.manifest['kb']['strings']:,} name strings, flat index), top-5:"), "",
+             f"({bundle.manifest['kb']['strings']:,} name strings, {bundle.manifest['dense']['index']['kind']} index), top-5:"), "",
              "| setting | mentions/s | × baseline |", "|---|---:|---:|",
              f"| hybrid, encoder fp32 (baseline) | {baseline:,.0f} | 1.00 |",
              (f"| hybrid, default (bf16 autocast on this CPU, length-sorted batches) | {default_rate:,.0f} | "

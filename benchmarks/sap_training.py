@@ -7,7 +7,7 @@ Train first (the command is printed in BENCHMARKS.md), e.g.
     babelink train sap --kb ../shared/data/kb/open-umls/MRCONSO.RRF --out ~/.cache/babelink/train/sap-all \\
         --freeze-embeddings --max-minutes 90 --batch-pairs 64 --lr 5e-5
 
-then this script builds a dense (flat) open-umls bundle with each encoder — the untrained
+then this script builds a default (hybrid, HNSW) open-umls bundle with each encoder — the untrained
 bundled one (baseline, same run) and `--encoder` — and reports XL-BEL v0.0 visible-language
 in-KB Acc@1/Acc@5 per language and Mantra GSC in-KB Acc@1, with the dense retriever alone (the
 encoder's own quality) and with the default hybrid retriever.
@@ -57,7 +57,7 @@ def main() -> None:
     lines = [f"## {time.strftime('%Y-%m-%d')} — SAP training, XL-BEL before/after (commit `{commit()}`)", "",
              f"Command: `python benchmarks/sap_training.py --encoder {args.encoder}` · machine: {machine()}", "",
              f"Trained encoder: {trained['steps']:,} steps, config `{json.dumps(trained, sort_keys=True)}`.", "",
-             "XL-BEL v0.0 in-KB Acc@1 / Acc@5 per language (open-umls, flat index), mean of Acc@1, Mantra GSC in-KB Acc@1:", "",
+             "XL-BEL v0.0 in-KB Acc@1 / Acc@5 per language (open-umls, HNSW index), mean of Acc@1, Mantra GSC in-KB Acc@1:", "",
              "| encoder | retriever | " + " | ".join(languages) + " | mean Acc@1 | Mantra Acc@1 |",
              "|---|---|" + "---:|" * (len(languages) + 2)]
     for label, dense, hybrid in rows:

@@ -2,7 +2,8 @@
 
 Three layouts, chosen at build time and recorded in the bundle manifest:
 - `flat`: exact search, 4·dim bytes per name; the reference.
-- `hnsw`: graph search over the same vectors, sub-linear query time, more memory.
+- `hnsw` (default): graph search over the same vectors, sub-linear query time, ~15% more
+  memory; on the dev sets it ranks as `flat` does at 4× the speed (BENCHMARKS.md).
 - `ivfpq`: OPQ rotation + inverted lists + product quantisation, `pq_bytes` per name, for UMLS
   scale (15M names); `benchmarks/dense_scale.py` measures its recall against `flat`.
 Files are memory-mapped on load, so several processes serving one bundle share the pages.
@@ -29,7 +30,7 @@ _PQ_MIN_TRAINING = 256 * 39
 
 @dataclass(frozen=True)
 class DenseParams:
-    kind: str = "flat"
+    kind: str = "hnsw"
     hnsw_m: int = 32  # graph neighbours per node
     ef_construction: int = 200
     ef_search: int = 128
