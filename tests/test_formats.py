@@ -269,8 +269,8 @@ def test_mentions_from_documents_keeps_linked_mentions_of_the_chosen_types(tmp_p
         )
     ]
     assert mentions_from_documents(documents) == [
-        NormalizationQuery("Copper toxicosis", ("D1", "D2"), lang="en", doc_id="d1"),
-        NormalizationQuery("Copper", ("D3",), lang="en", doc_id="d1"),
+        NormalizationQuery("Copper toxicosis", ("D1", "D2"), lang="en", context="Copper toxicosis", doc_id="d1"),
+        NormalizationQuery("Copper", ("D3",), lang="en", context="Copper toxicosis", doc_id="d1"),
     ]
     assert [query.mention for query in mentions_from_documents(documents, types={"Disease"})] == ["Copper toxicosis"]
 

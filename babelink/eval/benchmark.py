@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from babelink.abbreviations import abbreviation_map, expand_abbreviations
 from babelink.eval.metrics import evaluate
 from babelink.formats.brat import iter_brat
 from babelink.formats.document import NormalizationQuery, mentions_from_documents
@@ -70,13 +71,20 @@ def bc5cdr_set(data: Path, kb: KnowledgeBase, split: str = "test") -> QuerySet:
     return pubtator_set(data / "bench" / "bc5cdr" / f"{file}.PubTator.txt", kb, f"BC5CDR-Disease {split}", frozenset({"Disease"}))
 
 
-def run_normalization(normalize: Callable[[list[str]], list[list[str]]], query_set: QuerySet, ks=(1, 5)) -> dict:
+def run_normalization(
+    normalize: Callable[[list[str]], list[list[str]]],
+    query_set: QuerySet,
+    ks=(1, 5),
+    resolve_abbreviations: bool = False,
+) -> dict:
     """Score `normalize` (mentions → ranked concept IDs) on a query set; adds timing.
 
+    With `resolve_abbreviations`, a mention using a short form its document defines is searched
+    with the long form (`babelink.abbreviations`; the time spent on it is counted).
     Groups are languages where the set has several, so per-language numbers come for free.
     """
-    mentions = [query.mention for query in query_set.queries]
     started = time.perf_counter()
+    mentions = [_searched_text(query, resolve_abbreviations) for query in query_set.queries]
     ranked = normalize(mentions)
     seconds = time.perf_counter() - started
     languages = [query.lang or "-" for query in query_set.queries]
@@ -95,3 +103,9 @@ def quaero_set(data: Path, kb: KnowledgeBase, split: str = "dev") -> QuerySet:
         for query in mentions_from_documents(iter_brat(data / "bench" / "quaero" / "corpus" / split / corpus)):
             queries.append(NormalizationQuery(query.mention, query.gold_ids, "fr", doc_id=query.doc_id))
     return _resolve_gold(queries, kb.resolve, f"QUAERO {split}")
+
+
+def _searched_text(query: NormalizationQuery, resolve_abbreviations: bool) -> str:
+    if resolve_abbreviations and query.context:
+        return expand_abbreviations(query.mention, abbreviation_map(query.context))
+    return query.mention

@@ -38,7 +38,8 @@ class Document:
 
 @dataclass(frozen=True)
 class NormalizationQuery:
-    """One mention to link, the unit the normalization benchmark scores; any of `gold_ids` is correct."""
+    """One mention to link, the unit the normalization benchmark scores; any of `gold_ids` is correct.
+    `context` is the text of the document the mention comes from, when there is one."""
 
     mention: str
     gold_ids: tuple[str, ...]
@@ -55,7 +56,8 @@ def mentions_from_documents(
     Mentions without an id (NIL, `-1`, no CUI note) cannot be scored and are left out.
     """
     return [
-        NormalizationQuery(annotation.text, annotation.concept_ids, lang=document.lang, doc_id=document.id)
+        NormalizationQuery(annotation.text, annotation.concept_ids, lang=document.lang, context=document.text,
+                           doc_id=document.id)
         for document in documents
         for annotation in document.annotations
         if annotation.concept_ids and (types is None or annotation.type in types)
