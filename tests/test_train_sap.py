@@ -91,3 +91,12 @@ def test_evaluation_keeps_the_best_checkpoint(tiny_encoder_dir, tmp_path):
     best = _weights(out / "best")
     for name, tensor in _weights(out).items():
         assert torch.equal(tensor, best[name])
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU on this machine")
+def test_gpu_training_with_amp(tiny_encoder_dir, tmp_path):
+    trainer = SapTrainer(tiny_encoder_dir, PAIRS, tmp_path / "out", SapConfig(batch_pairs=8, max_steps=3),
+                         EncoderSettings(pooling="mean"), device="cuda")
+    assert trainer.encoder.precision == "float16" and trainer.scaler.is_enabled()
+    trainer.train()
+    assert trainer.state.step == 3 and all(loss == loss for loss in trainer.state.loss_history)

@@ -98,6 +98,8 @@ class SapTrainer:
         warmup = int(config.warmup_ratio * total)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer, lambda step: min((step + 1) / max(1, warmup), max(0.0, (total - step) / max(1, total - warmup))))
+        # fp16 autocast (GPU) needs loss scaling; bf16 (CPU) and fp32 do not
+        self.scaler = torch.amp.GradScaler(self.encoder.device.type, enabled=self.encoder.precision == "float16")
         self.state = TrainingState(loss_history=[], evaluations=[])
         if start_from == resume:
             self._load_state(resume)
@@ -150,9 +152,11 @@ class SapTrainer:
                 batch = [self.pairs[i] for i in order[start : start + config.batch_pairs]]
                 loss = self.loss(batch)
                 self.optimizer.zero_grad(set_to_none=True)
-                loss.backward()
+                self.scaler.scale(loss).backward()
+                self.scaler.unscale_(self.optimizer)
                 torch.nn.utils.clip_grad_norm_(self.model.parameters(), config.grad_clip)
-                self.optimizer.step()
+                self.scaler.step(self.optimizer)
+                self.scaler.update()
                 self.scheduler.step()
                 state.step += 1
                 state.position += 1
@@ -202,7 +206,7 @@ class SapTrainer:
         def save(directory: Path) -> None:
             self._save_encoder(directory)
             torch.save({"state": asdict(self.state), "optimizer": self.optimizer.state_dict(),
-                        "scheduler": self.scheduler.state_dict(), "rng": _rng_states(),
+                        "scheduler": self.scheduler.state_dict(), "scaler": self.scaler.state_dict(), "rng": _rng_states(),
                         "labels": len(self.labels), "pairs": len(self.pairs)}, directory / STATE_FILE)
 
         self.out.mkdir(parents=True, exist_ok=True)
@@ -215,6 +219,7 @@ class SapTrainer:
                                 "resume with the same data or use a new --out")
         self.optimizer.load_state_dict(saved["optimizer"])
         self.scheduler.load_state_dict(saved["scheduler"])
+        self.scaler.load_state_dict(saved["scaler"])
         self.state = TrainingState(**saved["state"])
         _set_rng_states(saved["rng"])
 
