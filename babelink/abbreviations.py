@@ -11,11 +11,7 @@ from __future__ import annotations
 
 import logging
 import re
-from functools import lru_cache
-
-from abbreviations.schwartz_hearst import extract_abbreviation_definition_pairs
-
-logging.getLogger("abbreviations").setLevel(logging.WARNING)
+from functools import cache, lru_cache
 
 
 @lru_cache(maxsize=256)  # the mentions of one document are usually resolved one after another
@@ -24,7 +20,20 @@ def abbreviation_map(text: str) -> dict[str, str]:
     when one is defined several times)."""
     if "(" not in text:
         return {}
-    return extract_abbreviation_definition_pairs(doc_text=text, most_common_definition=True)
+    return _schwartz_hearst()(doc_text=text, most_common_definition=True)
+
+
+@cache
+def _schwartz_hearst():
+    """The package's extractor. Importing it calls `logging.basicConfig(level=INFO)`, which would
+    reconfigure the logging of every program using babelink, so the root logger is restored."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    from abbreviations.schwartz_hearst import extract_abbreviation_definition_pairs
+
+    root.handlers[:], root.level = handlers, level
+    logging.getLogger("abbreviations").setLevel(logging.WARNING)
+    return extract_abbreviation_definition_pairs
 
 
 def expand_abbreviations(mention: str, abbreviations: dict[str, str]) -> str:

@@ -17,3 +17,14 @@ def test_whole_token_short_forms_are_expanded():
     assert expand_abbreviations("HPT-JT syndrome", abbreviations) == "hyperparathyroidism-jaw tumour syndrome"
     assert expand_abbreviations("DMDX and sHPT", abbreviations) == "DMDX and sHPT"  # not whole tokens
     assert expand_abbreviations("asthma", {}) == "asthma"
+
+
+def test_importing_the_extractor_leaves_logging_alone():
+    import logging
+    import subprocess
+    import sys
+
+    code = ("import logging; from babelink.abbreviations import abbreviation_map; abbreviation_map('a (b)'); "
+            "root = logging.getLogger(); print(len(root.handlers), root.level)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.split() == ["0", str(logging.WARNING)]

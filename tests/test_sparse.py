@@ -93,3 +93,16 @@ def candidates_of(kb, concept_id, matched):
     from babelink.link.candidates import Candidate
 
     return Candidate(concept_id, kb.preferred_name(concept_id), matched, 1.0)
+
+
+def test_shared_names_list_the_concepts_they_are_the_preferred_name_of_first():
+    builder = KnowledgeBaseBuilder()
+    builder.add_name("C1", "Cancer genus", preferred=True)
+    builder.add_name("C1", "Cancer")
+    builder.add_name("C2", "Malignant neoplasm", preferred=True)
+    builder.add_name("C2", "cancer")
+    builder.add_name("C3", "CANCER", preferred=True)
+    kb = builder.build()
+    names = NameTable.from_kb(kb)
+    ids = kb.concepts.column("concept_id").to_pylist()
+    assert [ids[row] for row in names.concepts_of(names.lookup("cancer"))] == ["C3", "C1", "C2"]
