@@ -27,9 +27,11 @@ def machine() -> str:
 
 
 def commit() -> str:
-    """Short HEAD hash, `+dirty` when tracked files differ from it."""
+    """Short HEAD hash, `+dirty` when tracked files other than BENCHMARKS.md (which benchmark runs
+    append to) differ from it."""
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True, text=True, check=False).stdout
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!BENCHMARKS.md"],
+                           cwd=ROOT, capture_output=True, text=True, check=False).stdout
     return head + ("+dirty" if dirty.strip() else "")
 
 

@@ -17,7 +17,7 @@ C0004096|ENG|P|L7|PF|S7|Y|A7||||MSH|MH|D001249|Asthma|0|N||
 def babelink(*args, stdin=None):
     return subprocess.run(
         [sys.executable, "-c", "from babelink.cli import main; main()", *map(str, args)],
-        input=stdin, capture_output=True, text=True, timeout=120, check=False,
+        input=stdin, capture_output=True, text=True, timeout=300, check=False,
     )
 
 
