@@ -197,6 +197,10 @@ def train_sap(
     learning_rate: Annotated[float, typer.Option("--lr")] = 2e-5,
     freeze_embeddings: Annotated[bool, typer.Option("--freeze-embeddings", help="Keep the word embeddings fixed (CPU training).")] = False,
     max_pairs_per_concept: Annotated[int, typer.Option("--max-pairs-per-concept", min=1)] = 50,
+    margin: Annotated[float, typer.Option("--margin", help="λ of the hard-triplet mining condition.")] = 0.2,
+    alpha: Annotated[float, typer.Option("--alpha", help="MS loss positive temperature.")] = 2.0,
+    beta: Annotated[float, typer.Option("--beta", help="MS loss negative temperature.")] = 50.0,
+    epsilon: Annotated[float, typer.Option("--epsilon", help="MS loss similarity offset.")] = 1.0,
     seed: Annotated[int, typer.Option("--seed")] = 0,
     eval_set: Annotated[str | None, typer.Option("--eval", help="Dev set scored on --kb to keep the best checkpoint: quaero-dev, ncbi-dev or bc5cdr-dev.")] = None,
     eval_data: Annotated[Path, typer.Option("--eval-data", help="Directory holding the benchmark data (bench/…).")] = Path("../shared/data"),
@@ -231,8 +235,9 @@ def train_sap(
         positives += training_pairs.translation_pairs(path)
     init_path = bundled_e5_path() if init == DEFAULT else Path(init)
     settings = settings_for(init_path, **(E5_SETTINGS if init == DEFAULT else {}))
-    config = SapConfig(learning_rate=learning_rate, batch_pairs=batch_pairs, epochs=epochs, max_steps=max_steps,
-                       max_minutes=max_minutes, freeze_embeddings=freeze_embeddings, seed=seed)
+    config = SapConfig(learning_rate=learning_rate, batch_pairs=batch_pairs, margin=margin, alpha=alpha, beta=beta,
+                       epsilon=epsilon, epochs=epochs, max_steps=max_steps, max_minutes=max_minutes,
+                       freeze_embeddings=freeze_embeddings, seed=seed)
     trainer = SapTrainer(init_path, positives, out, config, settings)
     typer.echo(f"training on {len(positives):,} positive pairs, {trainer.total_steps:,} steps"
                + (f", resuming at step {trainer.state.step:,}" if trainer.state.step else ""), err=True)
