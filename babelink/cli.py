@@ -7,6 +7,7 @@ import json
 import os
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from enum import Enum
 from pathlib import Path
@@ -247,11 +248,12 @@ def train_sap(
             progress(f"step {state.step:,} loss {state.loss_history[-1]:.4f} · {pairs_per_second:,.0f} pairs/s",
                      state.step, trainer.total_steps)
 
-        first_step = trainer.state.step
+        first_step, started = trainer.state.step, time.monotonic()
         path = trainer.train(report, evaluate, eval_every)
-    losses = trainer.state.loss_history
-    typer.echo(f"wrote {path} after {trainer.state.step:,} steps; last loss {losses[-1]:.4f}" if losses
-               else f"wrote {path}", err=True)
+    losses, seconds = trainer.state.loss_history, time.monotonic() - started
+    rate = (trainer.state.step - first_step) * config.batch_pairs / max(seconds, 1e-9)
+    typer.echo(f"wrote {path} after {trainer.state.step:,} steps ({rate:,.0f} pairs/s); last loss {losses[-1]:.4f}"
+               if losses else f"wrote {path}", err=True)
     if trainer.state.evaluations:
         step, score = max(trainer.state.evaluations, key=lambda item: item[1])
         typer.echo(f"best {eval_set} Acc@1 {score:.4f} at step {step:,} (kept in {path})", err=True)
