@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import os
@@ -15,6 +16,7 @@ from typing import Annotated, TextIO
 
 import typer
 
+from babelink.abbreviations import abbreviation_map, expand_abbreviations
 from babelink.errors import BabelinkError, InputFormatError, InvalidInputError
 from babelink.kb.io import iter_lines, iter_stream_lines
 from babelink.lang import parse_languages
@@ -97,24 +99,28 @@ def build(
     typer.echo(summary, err=True)
 
 
-def _mentions_from(input_path: str) -> Iterator[str]:
-    """One mention per line; `.jsonl` lines may be a JSON string or `{"mention": …}`, `.tsv` uses column 1."""
+def _mentions_from(input_path: str) -> Iterator[tuple[str, str]]:
+    """(mention, text to search) per line. `.jsonl` lines are a JSON string or `{"mention": …,
+    "context"?: …}`: a short form the context defines is searched as its long form; `.tsv` uses
+    column 1; other files hold one mention per line."""
     name = "<stdin>" if input_path == "-" else input_path
     lines = iter_stream_lines(sys.stdin.buffer, name) if input_path == "-" else iter_lines(input_path)
     for number, line in lines:
+        context = None
         if name.endswith(".jsonl"):
             try:
                 value = json.loads(line)
             except json.JSONDecodeError as error:
                 raise InputFormatError(name, number, f"invalid JSON: {error.msg}") from None
-            line = value.get("mention") if isinstance(value, dict) else value
-            if not isinstance(line, str):
-                raise InputFormatError(name, number, 'expected a JSON string or an object with a "mention" string')
+            line, context = (value.get("mention"), value.get("context")) if isinstance(value, dict) else (value, None)
+            if not isinstance(line, str) or not isinstance(context, str | None):
+                raise InputFormatError(name, number, 'expected a JSON string or an object with a "mention" string '
+                                                     'and an optional "context" string')
         elif name.endswith(".tsv"):
             line = line.split("\t", 1)[0]
         if not line.strip():
             raise InputFormatError(name, number, "empty mention")
-        yield line
+        yield line, expand_abbreviations(line, abbreviation_map(context)) if context else line
 
 
 @contextlib.contextmanager
@@ -153,13 +159,23 @@ def normalize(
         if not mention.strip():
             raise InvalidInputError("empty mention given as an argument")
     linker = Linker.from_bundle(bundle) if bundle else Linker.default()
-    stream = mentions if mentions else _mentions_from(input_path)
+    items = ((mention, mention) for mention in mentions) if mentions else _mentions_from(input_path)
+    pending: collections.deque[str] = collections.deque()  # mentions whose searched text is in flight
+
+    def searched_texts() -> Iterator[str]:
+        for mention, text in items:
+            pending.append(mention)
+            yield text
+
     with _open_output(output) as out:
         if output_format is OutputFormat.tsv:
             out.write("mention\trank\tid\tname\tmatched_name\tscore\n")
-        for mention, candidates in linker.normalize_stream(stream, top_k):
+        for searched, candidates in linker.normalize_stream(searched_texts(), top_k):
+            mention = pending.popleft()
             if output_format is OutputFormat.jsonl:
                 record = {"mention": mention, "candidates": [candidate.to_dict() for candidate in candidates]}
+                if searched != mention:
+                    record["searched"] = searched
                 if ngram_threshold is not None and (not candidates or candidates[0].score < ngram_threshold):
                     record["parts"] = [part.to_dict() for part in linker.search_ngrams(mention, ngram_threshold, top_k)]
                 out.write(json.dumps(record, ensure_ascii=False) + "\n")

@@ -160,3 +160,18 @@ def test_train_sap_task_fine_tuning_keeps_the_best_dev_checkpoint(tmp_path, tiny
     assert [step for step, _ in record["evaluations"]] == [1, 2][: len(record["evaluations"])]
     result = babelink("train", "sap", "--pairs", tmp_path / "x.tsv", "--out", out, "--eval", "ncbi-dev")
     assert result.returncode == 1 and "give --kb" in result.stderr
+
+
+def test_normalize_jsonl_context_resolves_defined_abbreviations(bundle, tmp_path):
+    context = "Patients with diabetes mellitus (DM) and asthma. DM was treated."
+    lines = [json.dumps({"mention": "DM", "context": context}), json.dumps({"mention": "asthma"}), json.dumps("DM")]
+    (tmp_path / "in.jsonl").write_text("\n".join(lines) + "\n")
+    result = babelink("normalize", "--bundle", bundle, "--input", tmp_path / "in.jsonl", "-k", "1")
+    assert result.returncode == 0, result.stderr
+    with_context, asthma, bare = [json.loads(line) for line in result.stdout.splitlines()]
+    assert (with_context["mention"], with_context["searched"]) == ("DM", "diabetes mellitus")
+    assert with_context["candidates"][0]["id"] == "C0011849"
+    assert "searched" not in asthma and "searched" not in bare and asthma["candidates"][0]["id"] == "C0004096"
+    (tmp_path / "bad.jsonl").write_text(json.dumps({"mention": "DM", "context": 3}) + "\n")
+    result = babelink("normalize", "--bundle", bundle, "--input", tmp_path / "bad.jsonl")
+    assert result.returncode == 1 and 'bad.jsonl:1: expected a JSON string or an object with a "mention"' in result.stderr
