@@ -2,12 +2,12 @@
 
 Layout: `manifest.json`, `kb/` (Parquet tables), `names/` (searchable strings), `sparse/`
 (TF-IDF vocabulary, IDF and name matrix) and, for dense and hybrid retrievers, `dense/` (FAISS
-index over the name strings' vectors), optionally `spans/` (the same over labeled training spans)
-and `dft_documents.txt` (the documents dictionary fine-tuning consumed). The encoder is referenced, not copied: the manifest holds
-its name, settings and fingerprint. The manifest records versions, build parameters,
-counts and a SHA-256 per file; loading checks them, so a bundle edited or truncated after the
-build is an error rather than a silent wrong answer. The bundle is written to a temporary
-directory beside the target and renamed into place.
+index over the name strings' vectors); optionally `spans/` (the same over labeled training
+spans) and `dft_documents.txt` (the documents dictionary fine-tuning consumed). The encoder is
+referenced, not copied: the manifest holds its name, settings and fingerprint. The manifest
+records versions, build parameters, counts and a SHA-256 per file; loading checks them, so a
+bundle edited or truncated after the build is an error rather than a silent wrong answer. The
+bundle is written to a temporary directory beside the target and renamed into place.
 """
 
 from __future__ import annotations
@@ -140,8 +140,9 @@ def build_bundle(
         if retriever == "hybrid":
             manifest["hybrid"] = asdict(hybrid_params or HybridParams())
         if spans is not None:
+            # training spans number thousands, not millions: an exact index whatever the KB's
             spans_files, spans_strings = _write_indexes(spans, staging / "spans", sparse_params, dense_encoder,
-                                                        DenseParams(), None)
+                                                        DenseParams(kind="flat"), None)
             files += spans_files
             manifest["spans"] = {"concepts": len(spans), "names": spans.num_names, "strings": spans_strings,
                                  "switch_threshold": switch_threshold}
