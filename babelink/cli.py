@@ -222,6 +222,7 @@ def train_sap(
     eval_set: Annotated[str | None, typer.Option("--eval", help="Dev set scored on --kb to keep the best checkpoint: quaero-dev, ncbi-dev or bc5cdr-dev.")] = None,
     eval_data: Annotated[Path, typer.Option("--eval-data", help="Directory holding the benchmark data (bench/…).")] = Path("../shared/data"),
     eval_every: Annotated[int, typer.Option("--eval-every", min=1, help="Steps between dev evaluations.")] = 200,
+    eval_distractors: Annotated[int, typer.Option("--eval-distractors", min=0, help="Concepts besides the dev gold ones in the evaluation dictionary.")] = 5000,
 ) -> None:
     """Self-alignment pretraining of the encoder on KB synonyms and translation pairs."""
     from babelink.encoders import DEFAULT
@@ -247,7 +248,7 @@ def train_sap(
             positives += training_pairs.positive_pairs(training_pairs.synonym_names(knowledge_base, synonyms),
                                                        max_pairs_per_concept, seed)
         if eval_set is not None:
-            evaluate = _dev_evaluator(eval_set, eval_data, knowledge_base)
+            evaluate = _dev_evaluator(eval_set, eval_data, knowledge_base, eval_distractors)
     for path in pairs or ():
         positives += training_pairs.translation_pairs(path)
     init_path = bundled_e5_path() if init == DEFAULT else Path(init)
@@ -275,7 +276,7 @@ def train_sap(
         typer.echo(f"best {eval_set} Acc@1 {score:.4f} at step {step:,} (kept in {path})", err=True)
 
 
-def _dev_evaluator(name: str, data: Path, kb):
+def _dev_evaluator(name: str, data: Path, kb, distractors: int):
     from babelink.eval import benchmark
     from babelink.train.evaluation import DenseDevEvaluator
 
@@ -287,7 +288,7 @@ def _dev_evaluator(name: str, data: Path, kb):
     queries = sets[name](data, kb, "dev")
     if not queries.queries:
         raise InvalidInputError(f"{name}: no dev query has a gold concept in --kb")
-    return DenseDevEvaluator(kb, queries)
+    return DenseDevEvaluator(kb, queries, distractors)
 
 
 def main() -> None:

@@ -153,7 +153,7 @@ def test_train_sap_task_fine_tuning_keeps_the_best_dev_checkpoint(tmp_path, tiny
     result = babelink("train", "sap", "--kb", shared_data / "kb" / "ctd-medic" / "CTD_diseases.tsv.gz",
                       "--mentions-from", shared_data / "bench" / "ncbi_disease" / "NCBItrainset_corpus.txt",
                       "--init", tiny_encoder_dir, "--out", out, "--max-steps", "2", "--batch-pairs", "4",
-                      "--eval", "ncbi-dev", "--eval-data", shared_data, "--eval-every", "1")
+                      "--eval", "ncbi-dev", "--eval-data", shared_data, "--eval-every", "1", "--eval-distractors", "100")
     assert result.returncode == 0, result.stderr
     assert "best ncbi-dev Acc@1" in result.stderr
     record = json.loads((out / "sap_config.json").read_text())
