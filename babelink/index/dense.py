@@ -3,7 +3,7 @@
 Three layouts, chosen at build time and recorded in the bundle manifest:
 - `flat`: exact search, 4·dim bytes per name; the reference.
 - `hnsw` (default): graph search over the same vectors, sub-linear query time, ~15% more
-  memory; on the dev sets it ranks as `flat` does at 4× the speed (BENCHMARKS.md).
+  memory; the default (BENCHMARKS.md has normalization runs with each).
 - `ivfpq`: OPQ rotation + inverted lists + product quantisation, `pq_bytes` per name, for UMLS
   scale (15M names); `benchmarks/dense_scale.py` measures its recall against `flat`.
 Files are memory-mapped on load, so several processes serving one bundle share the pages.

@@ -47,8 +47,8 @@ class NameTable:
         _, first_row = np.unique(string_ids, return_index=True)
         pairs = np.unique(np.stack([string_ids, concept_rows], axis=1), axis=0)  # one per (string, concept)
         # A string shared by several concepts lists first those it is the preferred name of, then
-        # the others in KB order: hits on a shared name rank concepts in this order (+1 Acc@1 on
-        # QUAERO dev, where 31% of the best matches are shared names; BENCHMARKS.md).
+        # the others in KB order: hits on a shared name rank concepts in this order (31% of the
+        # best matches on QUAERO dev are shared names).
         preferred = pc.index_in(pa.array([normalize_name(name) for name in kb.concepts.column("preferred_name").to_pylist()],
                                          pa.string()), value_set=encoded.dictionary)
         preferred = preferred.to_numpy(zero_copy_only=False)

@@ -88,10 +88,8 @@ class SapTrainer:
         self._seed_everything(config.seed)
         if config.freeze_embeddings:
             self.model.get_input_embeddings().weight.requires_grad_(False)
-        trainable = [p for p in self.model.parameters() if p.requires_grad]
         decay = [p for n, p in self.model.named_parameters() if p.requires_grad and not _no_decay(n)]
         no_decay = [p for n, p in self.model.named_parameters() if p.requires_grad and _no_decay(n)]
-        assert len(decay) + len(no_decay) == len(trainable)
         self.optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": config.weight_decay},
                                             {"params": no_decay, "weight_decay": 0.0}], lr=config.learning_rate)
         total = self.total_steps
