@@ -10,6 +10,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, TextIO
@@ -184,6 +185,85 @@ def normalize(
                     out.write(f"{mention}\t{rank}\t{c.concept_id}\t{c.name}\t{c.matched_name}\t{c.score:.6f}\n")
 
 
+class LinkFormat(str, Enum):
+    jsonl = "jsonl"
+    pubtator = "pubtator"
+    bioc = "bioc"
+    bioc_json = "bioc-json"
+    brat = "brat"
+
+
+@app.command()
+def link(
+    texts: Annotated[list[str] | None, typer.Argument(help="Texts to link (or use --input).")] = None,
+    bundle: BundleOption = None,
+    input_path: Annotated[str | None, typer.Option("--input", "-i", help="JSONL ({\"id\", \"text\"} lines), PubTator, BioC (.xml/.json), a text file, a directory of .txt files, or '-' (JSONL on stdin).")] = None,
+    output: Annotated[str, typer.Option("--output", "-o", help="Output file ('-' for stdout); a directory for brat.")] = "-",
+    output_format: Annotated[LinkFormat, typer.Option("--format", help="Output format.")] = LinkFormat.jsonl,
+    context_filter: Annotated[Path | None, typer.Option("--filter", help="Contextual filter directory (babelink train filter).")] = None,
+    lang: Annotated[str | None, typer.Option("--lang", help="Language of every text (ISO 639-1); guessed per text when omitted.")] = None,
+    candidates: Annotated[bool, typer.Option("--candidates", help="JSONL: each mention's ranked candidates too.")] = False,
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Documents linked together.")] = 16,
+) -> None:
+    """Detect and link the concept mentions of whole texts (any language)."""
+    from babelink.formats.document import Document
+    from babelink.formats.inputs import read_input_documents
+    from babelink.link.pipeline import Linker
+    from babelink.link.rerank import ContextFilter
+
+    if bool(texts) == bool(input_path):
+        raise InvalidInputError("give texts as arguments or --input FILE, not both or neither")
+    if output_format is LinkFormat.brat and output == "-":
+        raise InvalidInputError("--format brat writes a directory: give --output DIR")
+    filter_model = ContextFilter(context_filter) if context_filter else None
+    linker = (Linker.from_bundle(bundle, context_filter=filter_model) if bundle
+              else Linker.default(context_filter=filter_model))
+    documents = ([Document(str(number), text) for number, text in enumerate(texts, start=1)] if texts
+                 else read_input_documents(input_path))
+    linked = linker.link_stream(((d.id, d.text, lang or d.lang) for d in documents), batch_size)
+    with _progress_counter("linking") as advance:
+        counted = (advance(document) for document in linked)
+        if output_format is LinkFormat.brat:
+            from babelink.formats.brat import write_brat
+
+            for document in counted:
+                write_brat(document.as_document(), output)
+            return
+        with _open_output(output) as out:
+            _write_linked(counted, output_format, out, candidates)
+
+
+def _write_linked(documents, output_format: LinkFormat, out: TextIO, candidates: bool) -> None:
+    from babelink.formats.bioc import write_bioc_json, write_bioc_xml
+    from babelink.formats.pubtator import write_pubtator
+
+    if output_format is LinkFormat.jsonl:
+        for document in documents:
+            out.write(json.dumps(document.to_dict(candidates), ensure_ascii=False) + "\n")
+            out.flush()
+        return
+    writer = {LinkFormat.pubtator: write_pubtator, LinkFormat.bioc: write_bioc_xml,
+              LinkFormat.bioc_json: write_bioc_json}[output_format]
+    writer((document.as_document() for document in documents), out)
+
+
+@contextlib.contextmanager
+def _progress_counter(stage: str):
+    """`advance(item) -> item`, counting items on a progress display (on a terminal only)."""
+    from babelink.progress import progress_bar
+
+    with progress_bar(stage) as progress:
+        done = 0
+
+        def advance(item):
+            nonlocal done
+            done += 1
+            progress(f"{stage}: {done:,} documents", done, None)
+            return item
+
+        yield advance
+
+
 @app.command()
 def info(bundle: BundleOption = None) -> None:
     """Print a bundle's manifest (the embedded default's when --bundle is omitted)."""
@@ -193,7 +273,7 @@ def info(bundle: BundleOption = None) -> None:
     typer.echo(json.dumps(read_manifest(bundle or default_bundle()), indent=2, ensure_ascii=False))
 
 
-train_app = typer.Typer(no_args_is_help=True, help="Train models: the entity encoder (SAP).")
+train_app = typer.Typer(no_args_is_help=True, help="Train models: the entity encoder (SAP), the contextual filter.")
 app.add_typer(train_app, name="train")
 
 
@@ -274,6 +354,51 @@ def train_sap(
     if trainer.state.evaluations:
         step, score = max(trainer.state.evaluations, key=lambda item: item[1])
         typer.echo(f"best {eval_set} Acc@1 {score:.4f} at step {step:,} (kept in {path})", err=True)
+
+
+@train_app.command("filter")
+def train_filter(
+    train: Annotated[Path, typer.Option("--train", help="Annotated training documents (PubTator, BioC or a brat directory).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output filter directory (written atomically).")],
+    bundle: BundleOption = None,
+    dev: Annotated[Path | None, typer.Option("--dev", help="Annotated dev documents: the keep-threshold is tuned on them for strict F1.")] = None,
+    init: Annotated[str | None, typer.Option("--init", help="Checkpoint to start from; the bundle's encoder when omitted.")] = None,
+    window: Annotated[int, typer.Option("--window", min=0, help="Context words on each side of a span (Ws, 000 §4.4).")] = 2,
+    epochs: Annotated[int, typer.Option("--epochs", min=1)] = 1,
+    batch_size: Annotated[int, typer.Option("--batch-size", min=2)] = 32,
+    learning_rate: Annotated[float, typer.Option("--lr")] = 2e-5,
+    negatives: Annotated[float, typer.Option("--negatives-per-positive", min=0.1, help="Subsample the matcher's wrong proposals to at most this many per right one.")] = 4.0,
+    max_minutes: Annotated[float | None, typer.Option("--max-minutes")] = None,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+) -> None:
+    """Train the contextual relevance filter (000 §4.4) on the documents the bundle's DFT did not consume."""
+    from babelink.formats import read_documents
+    from babelink.link.annotations import gold_resolver
+    from babelink.link.pipeline import Linker
+    from babelink.progress import progress_bar
+    from babelink.train import crossencoder
+
+    linker = Linker.from_bundle(bundle) if bundle else Linker.default()
+    consumed = set(linker.bundle.dft_documents())
+    documents = [document for document in read_documents(train) if document.id not in consumed]
+    resolve = gold_resolver(linker.bundle.kb)
+    config = crossencoder.FilterTrainingConfig(window=window, learning_rate=learning_rate, epochs=epochs,
+                                               batch_size=batch_size, max_negatives_per_positive=negatives,
+                                               max_minutes=max_minutes, seed=seed)
+    examples = crossencoder.filter_examples(linker.document_linker, documents, resolve, window)
+    balanced = crossencoder.balance(examples, config.max_negatives_per_positive, seed)
+    typer.echo(f"{len(documents):,} documents ({len(consumed):,} left out: DFT), {len(examples):,} proposals, "
+               f"{sum(e.label for e in examples):,} relevant; training on {len(balanced):,}", err=True)
+    start = init or linker.bundle.encoder().path
+    with progress_bar("training") as progress:
+        trained = crossencoder.train_filter(start, balanced, out, config, lambda step, total, loss: progress(
+            f"step {step:,}/{total:,} loss {loss:.4f}", step, total))
+    if dev is not None:
+        linker.document_linker.context_filter = trained
+        threshold, f1 = crossencoder.tune_threshold(linker.document_linker, list(read_documents(dev)), resolve)
+        trained.save_settings(replace(trained.settings, threshold=threshold))
+        typer.echo(f"dev strict F1 {f1[threshold]:.4f} at threshold {threshold}", err=True)
+    typer.echo(f"wrote {out}", err=True)
 
 
 def _dev_evaluator(name: str, data: Path, kb, distractors: int):

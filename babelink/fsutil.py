@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -22,3 +24,14 @@ def replace_directory(staging: Path, out: Path) -> None:
     out.rename(retired)
     staging.rename(out)
     shutil.rmtree(retired, ignore_errors=True)
+
+
+def write_directory(target: Path, write: Callable[[Path], None]) -> None:
+    """Have `write` fill a temporary sibling of `target`, then swap it in (`replace_directory`)."""
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        write(staging)
+        replace_directory(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise

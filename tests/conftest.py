@@ -33,7 +33,7 @@ def tiny_encoder_dir(tmp_path_factory) -> Path:
     tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True, strip_accents=False)
     tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tokenizer.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", special_tokens=[("[CLS]", vocabulary["[CLS]"]), ("[SEP]", vocabulary["[SEP]"])]
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", vocabulary["[CLS]"]), ("[SEP]", vocabulary["[SEP]"])]
     )
     tokenizer.decoder = decoders.WordPiece()
     path = tmp_path_factory.mktemp("tiny-bert")

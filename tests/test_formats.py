@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from babelink.errors import InputFormatError, InvalidInputError
+from babelink.errors import InputFormatError
 from babelink.formats.brat import iter_brat, read_brat_document, write_brat
 from babelink.formats.document import Annotation, Document, NormalizationQuery, mentions_from_documents
 from babelink.formats.pubtator import iter_pubtator, write_pubtator
@@ -215,10 +215,39 @@ def test_brat_round_trips_through_the_writer(tmp_path):
     assert list(iter_brat(tmp_path / "out")) == documents
 
 
-def test_write_brat_refuses_ids_it_could_not_read_back(tmp_path):
-    document = Document("d", "Copper", (Annotation(0, 6, "Copper", ("D003300",), "Chemical"),))
-    with pytest.raises(InvalidInputError):
-        write_brat(document, tmp_path)
+def test_write_brat_round_trips_ids_of_any_kb(tmp_path):
+    text = "Copper and seizures in Crohn disease"
+    document = Document(
+        "d",
+        text,
+        (
+            Annotation(0, 6, "Copper", ("D003300",), "Chemical"),
+            Annotation(11, 19, "seizures", ("HP:0001250", "MESH:D012640"), "Disease"),
+            Annotation(23, 36, "Crohn disease", ("MESH:D003424", "C0010346", "OMIM:266600", "ICD10:K50.9"), "Disease"),
+            Annotation(23, 28, "Crohn", ("D000069283",), "Disease"),
+        ),
+    )
+    write_brat(document, tmp_path)
+    assert (tmp_path / "d.ann").read_text(encoding="utf-8").splitlines()[3] == "#2\tAnnotatorNotes T2\tHP:0001250 MESH:D012640"
+    assert read_brat_document(tmp_path / "d.txt") == document
+
+
+@pytest.mark.parametrize(
+    ("note", "ids"),
+    [
+        ("MESH:D003924  HP:0001250", ("MESH:D003924", "HP:0001250")),  # an id list: every token is an id
+        ("D003924 C0008100 D003924", ("D003924", "C0008100")),
+        ('"C1721214", "protelos", "CHEM"', ("C1721214",)),  # free text: the CUIs of its first field with any
+        ("C0035946+", ("C0035946",)),
+        ("see HP:0001250 and C0008100", ("C0008100",)),  # not an id list, and free text yields CUIs only
+        ("C153057", ()),  # a truncated CUI, not a bare MeSH supplementary id
+        ("", ()),
+    ],
+)
+def test_brat_notes_give_an_id_list_or_the_cuis_in_free_text(tmp_path, note, ids):
+    txt = write(tmp_path / "doc.txt", "Copper\n")
+    write(tmp_path / "doc.ann", f"T1\tChemical 0 6\tCopper\n#1\tAnnotatorNotes T1\t{note}\n")
+    assert read_brat_document(txt).annotations[0].concept_ids == ids
 
 
 @pytest.mark.parametrize(

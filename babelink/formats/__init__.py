@@ -6,16 +6,20 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from babelink.errors import BabelinkError
+from babelink.formats.bioc import read_bioc_json, read_bioc_xml
 from babelink.formats.brat import iter_brat
 from babelink.formats.document import Document
 from babelink.formats.pubtator import iter_pubtator
 
+_BIOC_READERS = {".xml": read_bioc_xml, ".json": read_bioc_json}
+
 
 def read_documents(path: str | Path) -> Iterator[Document]:
-    """A directory is read as brat (`.txt` + `.ann` pairs), any file as PubTator."""
+    """A directory is read as brat (`.txt` + `.ann` pairs), a `.xml` or `.json` file as BioC, any other
+    file as PubTator."""
     path = Path(path)
     if path.is_dir():
         return iter_brat(path)
     if path.is_file():
-        return iter_pubtator(path)
+        return _BIOC_READERS.get(path.suffix.lower(), iter_pubtator)(path)
     raise BabelinkError(f"{path}: no such file or directory")

@@ -2,6 +2,7 @@
 
 The gold CUI is the entity type in Mantra (`T4<TAB>C1533734 28 42<TAB>…`) and an AnnotatorNotes
 line in QUAERO (`#1<TAB>AnnotatorNotes T1<TAB>C0559702`); both layouts are read the same way.
+`write_brat` puts the ids of any KB (`MESH:D003924`, `HP:0001250`) in such a note.
 """
 
 from __future__ import annotations
@@ -11,13 +12,18 @@ from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
-from babelink.errors import InputFormatError, InvalidInputError
+from babelink.errors import InputFormatError
 from babelink.formats.document import Annotation, Document
+from babelink.formats.inputs import read_text_file
 from babelink.kb.io import iter_lines
 
 _CUI = re.compile(r"C\d{7}")
 # A CUI standing alone in a note: `"C1533734", …` or `C0008100 C0008059`, not `C21983864`.
 _CUI_TOKEN = re.compile(r"(?<![A-Za-z0-9])C\d{7}(?![A-Za-z0-9])")
+# A note made only of these is a list of ids (what `write_brat` writes): prefixed ids of any KB
+# (`MESH:D003924`, `HP:0001250`, `ICD10:E11.9`), UMLS CUIs and bare MeSH descriptors (`D003924`,
+# `D000069283`). Bare `C` + 6 digits is left out: QUAERO has truncated CUIs of that shape.
+_ID_TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9_]*:[A-Za-z0-9_.\-]+|C\d{7}|D\d{6}(?:\d{3})?")
 _SPAN = re.compile(r"(\d+) (\d+)")
 # Relations, events, attributes, normalizations, equivalences, modifiers: no mention of their own.
 _SKIPPED_KINDS = frozenset("REANM*")
@@ -27,10 +33,11 @@ def read_brat_document(txt_path: str | Path, doc_id: str | None = None) -> Docum
     """Read a `.txt` and the `.ann` beside it; the id defaults to the file name without `.txt`.
 
     Discontinuous mentions keep their fragments. CUIs come from the type when it is a CUI,
-    else from the mention's AnnotatorNotes; a mention without either gets no concept id.
+    else from the mention's AnnotatorNotes (see `_ids_in_note`); a mention without either gets
+    no concept id.
     """
     txt_path = Path(txt_path)
-    text = _read_text(txt_path)
+    text = read_text_file(txt_path)
     ann_path = txt_path.with_suffix(".ann")
     mentions: list[tuple[str, Annotation]] = []
     notes: dict[str, str] = {}
@@ -49,7 +56,7 @@ def read_brat_document(txt_path: str | Path, doc_id: str | None = None) -> Docum
         else:
             raise InputFormatError(ann_path, number, f"unknown annotation kind {line[0]!r}")
     annotations = tuple(
-        annotation if annotation.concept_ids else replace(annotation, concept_ids=_cuis_in_note(notes.get(key, "")))
+        annotation if annotation.concept_ids else replace(annotation, concept_ids=_ids_in_note(notes.get(key, "")))
         for key, annotation in mentions
     )
     return Document(doc_id if doc_id is not None else txt_path.stem, text, annotations)
@@ -73,8 +80,9 @@ def iter_brat(directory: str | Path, recursive: bool = True) -> Iterator[Documen
 def write_brat(document: Document, directory: str | Path) -> Path:
     """Write `<id>.txt` and `<id>.ann` under `directory`; return the `.txt` path.
 
-    A mention whose type is not its CUI gets its concept ids in an AnnotatorNotes line. Only
-    UMLS CUIs can be read back from notes, so other ids raise `InvalidInputError`.
+    A mention whose type is not its CUI gets its concept ids, space separated, in an
+    AnnotatorNotes line. The reader recovers ids of the shapes `_ID_TOKEN` accepts; others (a bare
+    `C123456` MeSH supplementary id, a bare number) are written but read back as free text.
     """
     txt_path = Path(directory) / f"{document.id}.txt"
     ann_lines = []
@@ -84,27 +92,11 @@ def write_brat(document: Document, directory: str | Path) -> Path:
         mention = " ".join(annotation.text.split())
         ann_lines.append(f"T{number}\t{annotation.type or 'Entity'} {span_text}\t{mention}\n")
         if annotation.concept_ids and annotation.concept_ids != (annotation.type,):
-            non_cuis = [concept_id for concept_id in annotation.concept_ids if not _CUI.fullmatch(concept_id)]
-            if non_cuis:
-                raise InvalidInputError(f"{document.id}: brat notes hold UMLS CUIs only, not {non_cuis}")
             ann_lines.append(f"#{number}\tAnnotatorNotes T{number}\t{' '.join(annotation.concept_ids)}\n")
     txt_path.parent.mkdir(parents=True, exist_ok=True)
     txt_path.write_text(document.text, encoding="utf-8", newline="")
     txt_path.with_suffix(".ann").write_text("".join(ann_lines), encoding="utf-8", newline="")
     return txt_path
-
-
-def _read_text(path: Path) -> str:
-    """The whole `.txt`, line breaks untouched: brat offsets count `\\r` too."""
-    try:
-        raw = path.read_bytes()
-    except OSError as error:
-        raise InputFormatError(path, None, f"cannot read: {error.strerror or error}") from None
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as error:
-        line = raw.count(b"\n", 0, error.start) + 1
-        raise InputFormatError(path, line, "invalid UTF-8") from None
 
 
 def _parse_mention(line: str, text: str, path: Path, number: int) -> tuple[str, Annotation]:
@@ -131,6 +123,14 @@ def _parse_mention(line: str, text: str, path: Path, number: int) -> tuple[str, 
         fragments=fragments if len(fragments) > 1 else (),
     )
     return mention_id, annotation
+
+
+def _ids_in_note(note: str) -> tuple[str, ...]:
+    """The note's tokens when each is an id (written by `write_brat`, QUAERO), else the CUIs in its text."""
+    tokens = note.split()
+    if tokens and all(_ID_TOKEN.fullmatch(token) for token in tokens):
+        return tuple(dict.fromkeys(tokens))
+    return _cuis_in_note(note)
 
 
 def _cuis_in_note(note: str) -> tuple[str, ...]:

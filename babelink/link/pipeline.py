@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
+from babelink.batching import batched
+from babelink.detect.stopwords import BoundaryStopwords, protected_words
 from babelink.encoders import Encoder
 from babelink.encoders.cache import CachedEncoder
 from babelink.link.bundle import Bundle, load_bundle
@@ -16,7 +18,10 @@ from babelink.link.candidates import (
     HybridParams,
     SparseGenerator,
 )
+from babelink.link.documents import DocumentLinker, LinkParams
+from babelink.link.mentions import LinkedDocument
 from babelink.link.ngram_search import LinkedPart, ngram_search
+from babelink.link.rerank import ContextFilter
 from babelink.link.switching import SwitchingGenerator
 from babelink.text import check_mention
 
@@ -28,20 +33,24 @@ class Linker:
     #: the sparse matrix products, small enough to keep memory flat on huge inputs.
     BATCH_SIZE = 1024
 
-    def __init__(self, bundle: Bundle, generator: CandidateGenerator | None = None):
+    def __init__(self, bundle: Bundle, generator: CandidateGenerator | None = None,
+                 link_params: LinkParams | None = None, context_filter: ContextFilter | None = None):
         self.bundle = bundle
         self.generator = generator or generator_for(bundle)
+        self.link_params = link_params or LinkParams()
+        self.context_filter = context_filter
+        self._document_linker: DocumentLinker | None = None
 
     @classmethod
-    def from_bundle(cls, path: str | Path) -> Linker:
-        return cls(load_bundle(path))
+    def from_bundle(cls, path: str | Path, **options) -> Linker:
+        return cls(load_bundle(path), **options)
 
     @classmethod
-    def default(cls) -> Linker:
+    def default(cls, **options) -> Linker:
         """The embedded default bundle, built on first use (see `babelink.link.default`)."""
         from babelink.link.default import default_bundle
 
-        return cls.from_bundle(default_bundle())
+        return cls.from_bundle(default_bundle(), **options)
 
     def normalize(self, mentions: str | Sequence[str], top_k: int = 5) -> list[Candidate] | list[list[Candidate]]:
         """Ranked concepts for one mention (a list) or for each of several (a list of lists).
@@ -56,14 +65,33 @@ class Linker:
         """Lazily normalise an iterable of any length, batch by batch."""
         if top_k < 1:
             raise ValueError(f"top_k must be at least 1, got {top_k}")
-        batch: list[str] = []
-        for mention in mentions:
-            batch.append(mention)
-            if len(batch) == self.BATCH_SIZE:
-                yield from zip(batch, self._normalize_batch(batch, top_k))
-                batch = []
-        if batch:
+        for batch in batched(mentions, self.BATCH_SIZE):
             yield from zip(batch, self._normalize_batch(batch, top_k))
+
+    def link(self, text: str, lang: str | None = None, doc_id: str = "") -> LinkedDocument:
+        """The concept mentions of one text, with character offsets into it."""
+        return self.link_documents([(doc_id, text, lang)])[0]
+
+    def link_documents(self, documents: Sequence[tuple[str, str, str | None]]) -> list[LinkedDocument]:
+        """Link `(id, text, lang)` documents together (`lang` None: guessed from the text); a
+        batch shares one search per distinct span string."""
+        return self.document_linker.link(documents)
+
+    def link_stream(self, documents: Iterable[tuple[str, str, str | None]], batch_size: int = 16
+                    ) -> Iterator[LinkedDocument]:
+        for batch in batched(documents, batch_size):
+            yield from self.link_documents(batch)
+
+    @property
+    def document_linker(self) -> DocumentLinker:
+        """Built on first use: its stop words derive from the bundle's names (`detect.stopwords`)."""
+        if self._document_linker is None:
+            bundles = [self.bundle] + ([self.bundle.spans] if self.bundle.spans is not None else [])
+            protected = protected_words(surface for bundle in bundles for surface in bundle.names.surfaces)
+            recall = self.generator if self.bundle.retriever == "sparse" else generator_for(self.bundle, retriever="sparse")
+            self._document_linker = DocumentLinker(recall, self.generator, BoundaryStopwords(protected), self.link_params,
+                                                   self.context_filter)
+        return self._document_linker
 
     def search_ngrams(self, mention: str, threshold: float, top_k: int = 5) -> list[LinkedPart]:
         """The mention's linked parts by the n-gram search loop (002 §4.4.1): the whole mention
@@ -77,22 +105,24 @@ class Linker:
         return [answers[mention] for mention in mentions]
 
 
-def generator_for(bundle: Bundle, encoder: Encoder | None = None) -> CandidateGenerator:
-    """The candidate generator a bundle was built for: its manifest's `retriever`, behind index
-    switching when it has a labeled-span index. Both indexes share one cached encoder."""
-    if bundle.retriever != "sparse":
+def generator_for(bundle: Bundle, encoder: Encoder | None = None, retriever: str | None = None) -> CandidateGenerator:
+    """The candidate generator a bundle was built for (its manifest's `retriever`, or the given
+    one), behind index switching when it has a labeled-span index. Both indexes share one
+    cached encoder."""
+    retriever = retriever or bundle.retriever
+    if retriever != "sparse":
         encoder = encoder or CachedEncoder(bundle.encoder())
-    generator = _kb_generator(bundle, encoder)
+    generator = _kb_generator(bundle, retriever, encoder)
     if bundle.spans is not None:
-        spans = _kb_generator(bundle.spans, encoder)
+        spans = _kb_generator(bundle.spans, retriever, encoder)
         generator = SwitchingGenerator(spans, generator, bundle.manifest["spans"]["switch_threshold"])
     return generator
 
 
-def _kb_generator(bundle: Bundle, encoder: Encoder | None) -> CandidateGenerator:
-    if bundle.retriever == "sparse":
+def _kb_generator(bundle: Bundle, retriever: str, encoder: Encoder | None) -> CandidateGenerator:
+    if retriever == "sparse":
         return SparseGenerator(bundle.kb, bundle.names, bundle.sparse)
-    if bundle.retriever == "dense":
+    if retriever == "dense":
         return DenseGenerator(bundle.kb, bundle.names, bundle.dense, encoder)
     return HybridGenerator(bundle.kb, bundle.names, bundle.sparse, bundle.dense, encoder,
                            HybridParams(**bundle.manifest["hybrid"]))

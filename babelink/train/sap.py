@@ -32,8 +32,9 @@ import torch
 
 from babelink.encoders.transformer import SETTINGS_FILE, EncoderSettings, TransformerEncoder
 from babelink.errors import BabelinkError
-from babelink.fsutil import replace_directory
+from babelink.fsutil import write_directory
 from babelink.train.losses import hard_pairs, multi_similarity_loss
+from babelink.train.optim import adamw_with_linear_schedule
 from babelink.train.pairs import PositivePair
 
 RESUME_DIR = "resume"
@@ -88,14 +89,8 @@ class SapTrainer:
         self._seed_everything(config.seed)
         if config.freeze_embeddings:
             self.model.get_input_embeddings().weight.requires_grad_(False)
-        decay = [p for n, p in self.model.named_parameters() if p.requires_grad and not _no_decay(n)]
-        no_decay = [p for n, p in self.model.named_parameters() if p.requires_grad and _no_decay(n)]
-        self.optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": config.weight_decay},
-                                            {"params": no_decay, "weight_decay": 0.0}], lr=config.learning_rate)
-        total = self.total_steps
-        warmup = int(config.warmup_ratio * total)
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer, lambda step: min((step + 1) / max(1, warmup), max(0.0, (total - step) / max(1, total - warmup))))
+        self.optimizer, self.scheduler = adamw_with_linear_schedule(
+            self.model, config.learning_rate, config.weight_decay, self.total_steps, config.warmup_ratio)
         # fp16 autocast (GPU) needs loss scaling; bf16 (CPU) and fp32 do not
         self.scaler = torch.amp.GradScaler(self.encoder.device.type, enabled=self.encoder.precision == "float16")
         self.state = TrainingState(loss_history=[], evaluations=[])
@@ -179,7 +174,7 @@ class SapTrainer:
         self.state.evaluations.append((self.state.step, score))
         if score > best:
             self.out.mkdir(parents=True, exist_ok=True)
-            _write_directory(self.out / BEST_DIR, self._save_encoder)
+            write_directory(self.out / BEST_DIR, self._save_encoder)
 
     def _finish(self, evaluate: Callable[[TransformerEncoder], float] | None) -> Path:
         if evaluate and (not self.state.evaluations or self.state.evaluations[-1][0] != self.state.step):
@@ -208,7 +203,7 @@ class SapTrainer:
                         "labels": len(self.labels), "pairs": len(self.pairs)}, directory / STATE_FILE)
 
         self.out.mkdir(parents=True, exist_ok=True)
-        _write_directory(self.out / RESUME_DIR, save)
+        write_directory(self.out / RESUME_DIR, save)
 
     def _load_state(self, directory: Path) -> None:
         saved = torch.load(directory / STATE_FILE, weights_only=False)
@@ -222,10 +217,6 @@ class SapTrainer:
         _set_rng_states(saved["rng"])
 
 
-def _no_decay(name: str) -> bool:
-    return name.endswith("bias") or "LayerNorm" in name or "layer_norm" in name
-
-
 def _rng_states() -> dict:
     return {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state(),
             "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None}
@@ -237,16 +228,6 @@ def _set_rng_states(states: dict) -> None:
     torch.set_rng_state(states["torch"])
     if states["cuda"] is not None and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(states["cuda"])
-
-
-def _write_directory(target: Path, write: Callable[[Path], None]) -> None:
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    try:
-        write(staging)
-        replace_directory(staging, target)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
 
 
 def _copy_files(source: Path, target: Path) -> None:

@@ -1,0 +1,1 @@
+"""Mention detection: running text → candidate spans with exact character offsets."""

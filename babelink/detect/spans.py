@@ -1,0 +1,59 @@
+"""Candidate mention spans: every token run of up to k words that could be a mention (000 §4.2)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from babelink.detect.stopwords import is_acronym
+from babelink.detect.tokenize import Token, joinable
+
+
+@dataclass(frozen=True)
+class SpanParams:
+    """`max_words` bounds a span's words in spaced scripts (k = 3, 000 App. A); `max_chars`
+    bounds its characters in scripts written without spaces (a Thai or Lao grapheme counts
+    half: their words are spelled with more letters). Spans shorter than `min_chars`
+    characters in spaced scripts are skipped: single letters are initials and list markers."""
+
+    max_words: int = 3
+    max_chars: int = 8
+    min_chars: int = 2
+
+    def __post_init__(self):
+        if self.max_words < 1 or self.max_chars < 1:
+            raise ValueError(f"max_words and max_chars must be at least 1, got {self.max_words}, {self.max_chars}")
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    start: int
+    end: int
+    text: str
+    first_token: int
+    last_token: int  # inclusive
+
+
+def enumerate_spans(text: str, tokens: Sequence[Token], stopwords: frozenset[str],
+                    params: SpanParams = SpanParams()) -> list[Span]:
+    """All spans within budget that cross no barrier (`joinable`) and neither start nor end
+    with a stop word, in text order."""
+    is_stop = [token.text.casefold() in stopwords and not is_acronym(token.text) for token in tokens]
+    spans = []
+    for first, token in enumerate(tokens):
+        if is_stop[first]:
+            continue
+        words = chars = 0.0
+        for last in range(first, len(tokens)):
+            if last > first and not joinable(text, tokens[last - 1], tokens[last]):
+                break
+            if tokens[last].unspaced:
+                chars += tokens[last].weight
+            else:
+                words += 1
+            if words > params.max_words or chars > params.max_chars:
+                break
+            if is_stop[last] or (chars == 0 and tokens[last].end - token.start < params.min_chars):
+                continue
+            spans.append(Span(token.start, tokens[last].end, text[token.start : tokens[last].end], first, last))
+    return spans

@@ -1,0 +1,95 @@
+"""Boundary stop words (000 §4.2: no candidate span starts or ends with a stop word).
+
+The lists are stopwords-iso's (58 languages, `stopwordsiso` on PyPI). General-purpose lists
+hold words that begin or end many medical names ("high blood pressure", "small cell carcinoma",
+"diabetes type ii"), so each bundle protects the stop words its own KB uses at name
+boundaries: a word that opens or closes at least `PROTECT_MIN_NAMES` name strings and does so
+in at least `PROTECT_MIN_SHARE` of its occurrences in names. "of" and "the" occur inside names
+far more often than at their edges and stay stop words; "small" and "ii" do not. Acronyms are
+not words here: "ALL" (acute lymphoblastic leukaemia) in a KB protects nothing, and "ALL" in a
+text is never a stop word, while "all" always is.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from functools import cache
+
+import stopwordsiso
+
+from babelink.detect.tokenize import Token, tokenize
+
+PROTECT_MIN_NAMES = 2
+PROTECT_MIN_SHARE = 0.3
+#: Tokens read to guess a document's language from its stop words.
+GUESS_TOKENS = 400
+
+
+@cache
+def _stopwords(lang: str) -> frozenset[str]:
+    return frozenset(word.casefold() for word in stopwordsiso.stopwords(lang))
+
+
+def is_acronym(word: str) -> bool:
+    return len(word) > 1 and word.isupper()
+
+
+def protected_words(names: Iterable[str]) -> frozenset[str]:
+    """Words that open or close KB names (as written, not normalised) often enough to never
+    count as stop words."""
+    at_boundary: Counter[str] = Counter()
+    anywhere: Counter[str] = Counter()
+    for name in names:
+        words = [token.text.casefold() for token in tokenize(name) if not is_acronym(token.text)]
+        if not words:
+            continue
+        anywhere.update(words)
+        at_boundary.update({words[0], words[-1]})
+    return frozenset(word for word, count in at_boundary.items()
+                     if count >= PROTECT_MIN_NAMES and count >= PROTECT_MIN_SHARE * anywhere[word])
+
+
+class BoundaryStopwords:
+    """Stop words per language, minus a KB's protected words; guesses the language when unknown."""
+
+    def __init__(self, protected: frozenset[str] = frozenset()):
+        self.protected = protected
+        self._by_lang: dict[str, frozenset[str]] = {}
+
+    def for_language(self, lang: str | None) -> frozenset[str]:
+        if lang is None:
+            return frozenset()
+        if lang not in self._by_lang:
+            self._by_lang[lang] = _stopwords(lang.lower()) - self.protected
+        return self._by_lang[lang]
+
+    def for_tokens(self, tokens: Sequence[Token], lang: str | None = None) -> frozenset[str]:
+        """The stop words of `lang`, or of the language guessed from `tokens` when it is None."""
+        return self.for_language(lang or guess_language(tokens))
+
+
+def guess_language(tokens: Sequence[Token]) -> str | None:
+    """The language whose stop-word list covers most of the first `GUESS_TOKENS` spaced-script
+    tokens (None below 5% coverage): stop words are the most frequent words of running text,
+    so their overlap is a robust language signal. Unspaced scripts are told apart by script."""
+    words = [token.text.casefold() for token in tokens[:GUESS_TOKENS] if not token.unspaced]
+    unspaced = [token.text for token in tokens[:GUESS_TOKENS] if token.unspaced]
+    if len(unspaced) > len(words):
+        return _guess_unspaced(unspaced)
+    if not words:
+        return None
+    hits = {lang: sum(word in _stopwords(lang) for word in words) for lang in stopwordsiso.langs()}
+    best = max(sorted(hits), key=hits.__getitem__)
+    return best if hits[best] >= 0.05 * len(words) else None
+
+
+def _guess_unspaced(characters: list[str]) -> str | None:
+    text = "".join(characters)
+    if any("\u3040" <= char <= "\u30ff" for char in text):
+        return "ja"
+    if any("\u0e00" <= char <= "\u0e7f" for char in text):
+        return "th"
+    if any("\u4e00" <= char <= "\u9fff" for char in text):
+        return "zh"
+    return None

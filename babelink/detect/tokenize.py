@@ -1,0 +1,58 @@
+"""Tokens with exact character offsets into the original text, for any script.
+
+Space-delimited scripts (Latin, Cyrillic, Greek, Hebrew, Arabic, Hangul, …) give word tokens:
+runs of letters, marks and digits, joined across an inner hyphen, apostrophe, slash or dot
+("COVID-19", "HbA1c", "i.v."). Scripts written without spaces give one token per grapheme
+cluster (a character with its combining marks): Han and kana, and Thai, Lao, Khmer and
+Myanmar, where a cluster is a smaller unit than a CJK character (`Token.weight`).
+
+Offsets index the string as given: nothing is normalised before tokenising, so right-to-left
+text, combining sequences and compatibility characters keep their positions. Directional and
+zero-width format characters (U+200E, U+200F, U+200B, …) are neither tokens nor barriers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import regex
+
+_UNSPACED_CJK = r"\p{Han}\p{Hiragana}\p{Katakana}\u30FC\u3005"  # ー (prolonged sound) and 々 (iteration mark)
+_UNSPACED_SEA = r"\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}"
+_WORD_CHAR = rf"[[\p{{L}}\p{{M}}\p{{N}}]--[{_UNSPACED_CJK}{_UNSPACED_SEA}]]"
+_TOKEN = regex.compile(
+    rf"(?P<cjk>[{_UNSPACED_CJK}]\p{{M}}*)"
+    rf"|(?P<sea>[{_UNSPACED_SEA}]\p{{M}}*)"
+    rf"|(?P<word>{_WORD_CHAR}+(?:['’‐\-/.]{_WORD_CHAR}+)*)",
+    regex.V1,
+)
+_FORMAT_CHARS = regex.compile(r"\p{Cf}+")
+
+#: Weight of one token against a span's `max_words` / `max_chars` budget (see `detect.spans`).
+UNSPACED_SEA_WEIGHT = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    start: int
+    end: int
+    text: str
+    unspaced: bool  # one grapheme of a script written without spaces
+    weight: float = 1.0
+
+
+def tokenize(text: str) -> list[Token]:
+    tokens = []
+    for match in _TOKEN.finditer(text):
+        kind = match.lastgroup
+        weight = UNSPACED_SEA_WEIGHT if kind == "sea" else 1.0
+        tokens.append(Token(match.start(), match.end(), match.group(), kind != "word", weight))
+    return tokens
+
+
+def joinable(text: str, left: Token, right: Token) -> bool:
+    """Whether a mention may run from `left` into `right`: only spaces (at most one line
+    break) or nothing lie between them. Punctuation, paragraph breaks and sentence ends are
+    barriers no mention crosses."""
+    gap = _FORMAT_CHARS.sub("", text[left.end : right.start])
+    return (gap == "" or gap.isspace()) and gap.count("\n") <= 1

@@ -1,0 +1,159 @@
+"""End-to-end linking of running text: span enumeration → high-recall matcher → ranking →
+overlap resolution (000 §4.2–4.3).
+
+Every span of up to k words that neither starts nor ends with a stop word is a candidate
+mention. The high-recall matcher keeps the spans whose best char n-gram TF-IDF cosine reaches
+`recall_threshold` (cheap: one sparse product for all spans of a batch); only those are ranked
+by the bundle's own generator (hybrid, with index switching when the bundle has labeled spans),
+and a span whose best concept reaches `link_threshold` becomes a mention. Overlapping mentions
+are resolved greedily (`detect.overlaps`). A span the document defines as an abbreviation is
+searched as its long form.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+from babelink.abbreviations import abbreviation_map
+from babelink.detect.overlaps import resolve_overlaps
+from babelink.detect.spans import SpanParams, enumerate_spans
+from babelink.detect.stopwords import BoundaryStopwords
+from babelink.detect.tokenize import tokenize
+from babelink.errors import InvalidInputError
+from babelink.link.candidates import Candidate, CandidateGenerator
+from babelink.link.mentions import LinkedDocument, LinkedMention
+from babelink.link.rerank import ContextFilter, filter_window
+from babelink.text import normalize_name
+
+#: Longest document `link` accepts; a larger one is rejected with a clear error, not paged in.
+MAX_DOCUMENT_CHARS = 20_000_000
+#: Documents are linked in segments of about this many characters, cut where no mention can
+#: cross (a line break, else a sentence end, else a space), so memory stays flat on huge texts.
+SEGMENT_CHARS = 20_000
+_SEGMENT_CUTS = tuple(re.compile(pattern) for pattern in (r"\n\s*\n", r"[.!?。！？]\s", r"\n", r"\s"))
+
+
+@dataclass(frozen=True)
+class LinkParams:
+    """Defaults from train/dev tuning (BENCHMARKS.md, `benchmarks/end_to_end.py --tune`)."""
+
+    spans: SpanParams = field(default_factory=SpanParams)
+    recall_threshold: float = 0.5
+    link_threshold: float = 0.9
+    overlap: str = "best"
+    top_k: int = 5
+    resolve_abbreviations: bool = True
+
+
+@dataclass
+class Proposal:
+    """A span that cleared both thresholds, its ranked concepts and, once filtered, its filter
+    probability; offsets are into the whole document."""
+
+    start: int
+    end: int
+    text: str
+    searched: str
+    candidates: list[Candidate]
+    filter_score: float | None = None
+
+    @property
+    def score(self) -> float:
+        """What overlap resolution compares: the filter's probability when there is one."""
+        return self.candidates[0].score if self.filter_score is None else self.filter_score
+
+
+class DocumentLinker:
+    def __init__(self, recall: CandidateGenerator, ranker: CandidateGenerator, stopwords: BoundaryStopwords,
+                 params: LinkParams = LinkParams(), context_filter: ContextFilter | None = None):
+        self.recall = recall
+        self.ranker = ranker
+        self.stopwords = stopwords
+        self.params = params
+        self.context_filter = context_filter
+
+    def link(self, documents: Sequence[tuple[str, str, str | None]]) -> list[LinkedDocument]:
+        """Link a batch of `(id, text, lang)` documents; `lang` None is guessed per segment."""
+        proposals = self.proposals(documents)
+        if self.context_filter is not None:
+            self.apply_filter(documents, proposals)
+            threshold = self.context_filter.settings.threshold
+            proposals = [[p for p in found if p.filter_score >= threshold] for found in proposals]
+        return [LinkedDocument(doc_id, text, tuple(self._mention(p) for p in resolve_overlaps(found, self.params.overlap)))
+                for (doc_id, text, _), found in zip(documents, proposals)]
+
+    @staticmethod
+    def _mention(proposal: Proposal) -> LinkedMention:
+        searched = proposal.searched if proposal.searched != proposal.text else None
+        return LinkedMention(proposal.start, proposal.end, proposal.text, tuple(proposal.candidates),
+                             searched=searched, filter_score=proposal.filter_score)
+
+    def apply_filter(self, documents: Sequence[tuple[str, str, str | None]], proposals: list[list[Proposal]]) -> None:
+        """Set every proposal's `filter_score` (one batched pass over the whole batch)."""
+        window = self.context_filter.settings.window
+        flat = [(text, proposal) for (_, text, _), found in zip(documents, proposals) for proposal in found]
+        probabilities = self.context_filter.probabilities(
+            [filter_window(text, p.start, p.end, window) for text, p in flat], [p.candidates[0].name for _, p in flat])
+        for (_, proposal), probability in zip(flat, probabilities):
+            proposal.filter_score = float(probability)
+
+    def proposals(self, documents: Sequence[tuple[str, str, str | None]]) -> list[list[Proposal]]:
+        """Per document, every span that clears the recall and link thresholds, before the
+        filter and overlap resolution."""
+        segments = [(index, offset, segment, lang)
+                    for index, (doc_id, text, lang) in enumerate(documents)
+                    for offset, segment in split_segments(check_document(doc_id, text))]
+        per_segment = []
+        for index, offset, segment, lang in segments:
+            tokens = tokenize(segment)
+            spans = enumerate_spans(segment, tokens, self.stopwords.for_tokens(tokens, lang), self.params.spans)
+            abbreviations = abbreviation_map(segment) if self.params.resolve_abbreviations else {}
+            per_segment.append((index, offset, [(span, abbreviations.get(span.text, span.text)) for span in spans]))
+        searched = list(dict.fromkeys(normalize_name(text) for *_, spans in per_segment for _, text in spans))
+        searched = [text for text in searched if text]
+        recalled = [text for text, candidates in zip(searched, self.recall.generate(searched, 1))
+                    if candidates and candidates[0].score >= self.params.recall_threshold]
+        ranked = dict(zip(recalled, self.ranker.generate(recalled, self.params.top_k)))
+        proposals: list[list[Proposal]] = [[] for _ in documents]
+        for index, offset, spans in per_segment:
+            for span, text in spans:
+                candidates = ranked.get(normalize_name(text))
+                if candidates and candidates[0].score >= self.params.link_threshold:
+                    proposals[index].append(Proposal(span.start + offset, span.end + offset, span.text, text, candidates))
+        return proposals
+
+
+def check_document(doc_id: str, text: object) -> str:
+    if not isinstance(text, str):
+        raise InvalidInputError(f"document {doc_id!r}: text must be a string, got {type(text).__name__}")
+    if len(text) > MAX_DOCUMENT_CHARS:
+        raise InvalidInputError(f"document {doc_id!r}: {len(text):,} characters exceed the "
+                                f"{MAX_DOCUMENT_CHARS:,}-character limit; split it into documents")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:  # a lone surrogate, e.g. from a JSON "\ud800" escape
+        raise InvalidInputError(f"document {doc_id!r}: not valid Unicode at character {error.start} "
+                                f"({text[error.start]!r})") from None
+    return text
+
+
+def split_segments(text: str, size: int = SEGMENT_CHARS) -> Iterator[tuple[int, str]]:
+    """`(offset, segment)` pieces of `text` no longer than about `size`, cut at barriers."""
+    start = 0
+    while len(text) - start > size:
+        window = text[start : start + size]
+        cut = next((match.end() for pattern in _SEGMENT_CUTS
+                    for match in [_last_match(pattern, window, size // 2)] if match), size)
+        yield start, text[start : start + cut]
+        start += cut
+    if start < len(text):
+        yield start, text[start:]
+
+
+def _last_match(pattern: re.Pattern, window: str, earliest: int):
+    last = None
+    for last in pattern.finditer(window, earliest):
+        pass
+    return last

@@ -1,0 +1,57 @@
+"""What `link` returns: documents with their linked mentions, and their serialisations."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from babelink.formats.document import Annotation, Document
+from babelink.link.candidates import Candidate
+
+
+@dataclass(frozen=True)
+class LinkedMention:
+    """`text == document_text[start:end]`; `candidates[0]` is the linked concept."""
+
+    start: int
+    end: int
+    text: str
+    candidates: tuple[Candidate, ...]
+    detector: str = "spans"
+    searched: str | None = None  # the string searched, when not `text` (an abbreviation's long form)
+    filter_score: float | None = None
+
+    @property
+    def concept(self) -> Candidate:
+        return self.candidates[0]
+
+    @property
+    def score(self) -> float:
+        return self.concept.score
+
+    def to_dict(self, with_candidates: bool = False) -> dict:
+        fields = {"start": self.start, "end": self.end, "text": self.text, "concept": self.concept.concept_id,
+                  "name": self.concept.name, "score": round(self.score, 6), "matched_name": self.concept.matched_name,
+                  "detector": self.detector}
+        if self.searched is not None:
+            fields["searched"] = self.searched
+        if self.filter_score is not None:
+            fields["filter_score"] = round(self.filter_score, 6)
+        if with_candidates:
+            fields["candidates"] = [candidate.to_dict() for candidate in self.candidates]
+        return fields
+
+
+@dataclass(frozen=True)
+class LinkedDocument:
+    id: str
+    text: str
+    mentions: tuple[LinkedMention, ...] = field(default=())
+
+    def to_dict(self, with_candidates: bool = False) -> dict:
+        return {"id": self.id, "mentions": [mention.to_dict(with_candidates) for mention in self.mentions]}
+
+    def as_document(self, mention_type: str = "Entity") -> Document:
+        """The annotated-document form the PubTator, BioC and brat writers take."""
+        annotations = tuple(Annotation(mention.start, mention.end, mention.text, (mention.concept.concept_id,),
+                                       mention_type) for mention in self.mentions)
+        return Document(self.id, self.text, annotations)

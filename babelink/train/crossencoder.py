@@ -1,0 +1,175 @@
+"""Training the contextual relevance filter (000 §4.4) on annotated documents.
+
+Examples come from the linker itself: every span the high-recall matcher proposes in a training
+document (before the filter and overlap resolution) is paired with its top concept, labelled 1
+when the span is a gold mention of that concept (exact offsets) and 0 otherwise, so the filter
+learns to reject the matcher's own mistakes. Documents that extended the bundle's dictionary
+(DFT, 000 §4.5) are left out: their mentions are matched perfectly by construction. The
+classifier starts from the bundle's encoder with a fresh two-way head and is trained with
+cross-entropy (lr 2e-5, batch 32, 000 Tab. 9); the keep-threshold is then chosen on dev
+documents for the best strict F1.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from babelink.batching import batched
+from babelink.detect.overlaps import resolve_overlaps
+from babelink.eval.metrics import span_scores
+from babelink.formats.document import Document
+from babelink.fsutil import write_directory
+from babelink.link.documents import DocumentLinker, Proposal
+from babelink.link.rerank import SETTINGS_FILE, ContextFilter, FilterSettings, filter_window
+from babelink.train.optim import adamw_with_linear_schedule
+
+#: Documents proposed at once when collecting examples.
+_PROPOSE_BATCH = 16
+THRESHOLD_GRID = tuple(round(0.05 * step, 2) for step in range(1, 20))
+
+
+@dataclass(frozen=True)
+class FilterTrainingConfig:
+    window: int = 2
+    learning_rate: float = 2e-5
+    weight_decay: float = 0.01
+    epochs: int = 3
+    batch_size: int = 32
+    max_length: int = 64
+    warmup_ratio: float = 0.1
+    max_negatives_per_positive: float | None = 4.0  # subsample the matcher's (many) wrong proposals
+    freeze_embeddings: bool = True
+    max_minutes: float | None = None
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class FilterExample:
+    window: str
+    concept_name: str
+    label: int
+
+
+def gold_mentions(documents: Sequence[Document], resolve: Callable[[str], str | None]) -> dict[tuple, set[str]]:
+    """(doc id, start, end) → the KB ids of that gold mention."""
+    gold: dict[tuple, set[str]] = {}
+    for document in documents:
+        for annotation in document.annotations:
+            ids = {resolved for resolved in map(resolve, annotation.concept_ids) if resolved}
+            if ids:
+                gold.setdefault((document.id, annotation.start, annotation.end), set()).update(ids)
+    return gold
+
+
+def propose(linker: DocumentLinker, documents: Sequence[Document]) -> list[list[Proposal]]:
+    proposals = []
+    for batch in batched(documents, _PROPOSE_BATCH):
+        proposals += linker.proposals([(d.id, d.text, d.lang) for d in batch])
+    return proposals
+
+
+def filter_examples(linker: DocumentLinker, documents: Sequence[Document], resolve: Callable[[str], str | None],
+                    window: int) -> list[FilterExample]:
+    gold = gold_mentions(documents, resolve)
+    return [FilterExample(filter_window(document.text, p.start, p.end, window), p.candidates[0].name,
+                          int(p.candidates[0].concept_id in gold.get((document.id, p.start, p.end), ())))
+            for document, found in zip(documents, propose(linker, documents)) for p in found]
+
+
+def balance(examples: list[FilterExample], max_negatives_per_positive: float | None, seed: int) -> list[FilterExample]:
+    positives = [e for e in examples if e.label]
+    negatives = [e for e in examples if not e.label]
+    if max_negatives_per_positive is None or len(negatives) <= max_negatives_per_positive * len(positives):
+        return examples
+    return positives + random.Random(seed).sample(negatives, int(max_negatives_per_positive * len(positives)))
+
+
+def train_filter(init: str | Path, examples: Sequence[FilterExample], out: str | Path,
+                 config: FilterTrainingConfig = FilterTrainingConfig(),
+                 progress: Callable[[int, int, float], None] | None = None) -> ContextFilter:
+    """Fine-tune a sequence classifier from the encoder checkpoint `init`; `out` is written
+    atomically. `progress(step, total_steps, loss)` is called after every step."""
+    if not any(e.label for e in examples) or all(e.label for e in examples):
+        raise ValueError("filter training needs both relevant and irrelevant proposals; check the training documents")
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+    from transformers.utils import logging
+
+    logging.disable_progress_bar()
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(config.seed)
+    settings = FilterSettings(window=config.window, max_length=config.max_length)
+
+    def initialise(staging: Path) -> None:
+        AutoModelForSequenceClassification.from_pretrained(init, num_labels=2, local_files_only=True).save_pretrained(staging)
+        AutoTokenizer.from_pretrained(init, local_files_only=True).save_pretrained(staging)
+        (staging / SETTINGS_FILE).write_text(json.dumps(asdict(settings), indent=2), encoding="utf-8")
+
+    write_directory(out, initialise)
+    context_filter = ContextFilter(out)
+    _fit(context_filter, examples, config, progress)
+    write_directory(out, lambda staging: _save(context_filter, staging))
+    return ContextFilter(out)
+
+
+def _fit(context_filter: ContextFilter, examples: Sequence[FilterExample], config: FilterTrainingConfig, progress) -> None:
+    model = context_filter.model
+    if config.freeze_embeddings:
+        model.get_input_embeddings().weight.requires_grad_(False)
+    encoded = context_filter.tokenizer([e.window for e in examples], [e.concept_name for e in examples],
+                                       truncation=True, max_length=config.max_length)["input_ids"]
+    labels = torch.tensor([e.label for e in examples], dtype=torch.float32)
+    steps_per_epoch = -(-len(examples) // config.batch_size)
+    total = config.epochs * steps_per_epoch
+    optimizer, scheduler = adamw_with_linear_schedule(model, config.learning_rate, config.weight_decay, total,
+                                                      config.warmup_ratio)
+    started, step = time.monotonic(), 0
+    model.train()
+    for epoch in range(config.epochs):
+        order = np.random.default_rng([config.seed, epoch]).permutation(len(examples))
+        for batch in batched(order.tolist(), config.batch_size):
+            logits = context_filter.relevance_logits([encoded[i] for i in batch]).float()
+            loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, labels[batch].to(logits.device))
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            scheduler.step()
+            step += 1
+            if progress:
+                progress(step, total, float(loss.detach()))
+            if config.max_minutes is not None and time.monotonic() - started > 60 * config.max_minutes:
+                model.eval()
+                return
+    model.eval()
+
+
+def _save(context_filter: ContextFilter, directory: Path) -> None:
+    context_filter.model.save_pretrained(directory)
+    context_filter.tokenizer.save_pretrained(directory)
+    (directory / SETTINGS_FILE).write_text(json.dumps(asdict(context_filter.settings), indent=2), encoding="utf-8")
+
+
+def tune_threshold(linker: DocumentLinker, documents: Sequence[Document], resolve: Callable[[str], str | None]
+                   ) -> tuple[float, dict[float, float]]:
+    """The keep-threshold with the best strict F1 on `documents` (ties: the lower), and the
+    F1 of every threshold tried; the filter runs once, each threshold only re-resolves overlaps."""
+    proposals = propose(linker, documents)
+    linker.apply_filter([(d.id, d.text, d.lang) for d in documents], proposals)
+    gold = gold_mentions(documents, resolve)
+    gold_items = [(doc_id, start, end, ids) for (doc_id, start, end), ids in gold.items()]
+    f1 = {}
+    for threshold in THRESHOLD_GRID:
+        predicted = [(document.id, p.start, p.end, p.candidates[0].concept_id)
+                     for document, found in zip(documents, proposals)
+                     for p in resolve_overlaps([p for p in found if p.filter_score >= threshold], linker.params.overlap)]
+        f1[threshold] = span_scores(predicted, gold_items)["strict"]["f1"]
+    return max(f1, key=lambda t: (f1[t], -t)), f1

@@ -1,0 +1,83 @@
+"""`babelink link` as users run it: inputs, output formats, errors (a real subprocess)."""
+
+import json
+import xml.etree.ElementTree as ElementTree
+
+import pytest
+from test_cli import babelink, bundle  # noqa: F401  (the module-scoped bundle fixture)
+
+from babelink.formats.brat import iter_brat
+from babelink.formats.pubtator import iter_pubtator
+
+TEXT = "Infarto de miocardio en un paciente con asthma."
+
+
+def _mentions(record):
+    return [(m["text"], m["concept"]) for m in record["mentions"]]
+
+
+def test_link_arguments_to_jsonl_contract(bundle):  # noqa: F811
+    result = babelink("link", "--bundle", bundle, TEXT, "Diabetes mellitus.")
+    assert result.returncode == 0, result.stderr
+    first, second = (json.loads(line) for line in result.stdout.splitlines())
+    assert first["id"] == "1" and second["id"] == "2"
+    assert _mentions(first) == [("Infarto de miocardio", "C0027051"), ("asthma", "C0004096")]
+    mention = first["mentions"][0]
+    assert {"start": 0, "end": 20, "text": "Infarto de miocardio", "concept": "C0027051",
+            "name": "Myocardial Infarction", "score": 1.0}.items() <= mention.items()
+
+
+def test_link_jsonl_file_with_candidates(bundle, tmp_path):  # noqa: F811
+    lines = [{"id": "a", "text": TEXT}, {"id": "b", "text": "no concept here", "lang": "en"}]
+    (tmp_path / "in.jsonl").write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    result = babelink("link", "-b", bundle, "-i", tmp_path / "in.jsonl", "-o", tmp_path / "out.jsonl", "--candidates")
+    assert result.returncode == 0, result.stderr
+    records = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in records] == ["a", "b"] and records[1]["mentions"] == []
+    assert records[0]["mentions"][0]["candidates"][0]["id"] == "C0027051"
+
+
+def test_link_pubtator_in_and_out(bundle, tmp_path):  # noqa: F811
+    (tmp_path / "in.txt").write_text("123|t|Asthma in children\n123|a|Diabetes mellitus and asthma.\n\n")
+    result = babelink("link", "-b", bundle, "-i", tmp_path / "in.txt", "-o", tmp_path / "out.txt", "--format", "pubtator")
+    assert result.returncode == 0, result.stderr
+    [document] = iter_pubtator(tmp_path / "out.txt")
+    assert [(a.text, a.concept_ids) for a in document.annotations] == [
+        ("Asthma", ("C0004096",)), ("Diabetes mellitus", ("C0011849",)), ("asthma", ("C0004096",))]
+
+
+def test_link_text_directory_to_brat_and_bioc(bundle, tmp_path):  # noqa: F811
+    (tmp_path / "docs" / "sub").mkdir(parents=True)
+    (tmp_path / "docs" / "one.txt").write_text(TEXT)
+    (tmp_path / "docs" / "sub" / "two.txt").write_text("asthma")
+    result = babelink("link", "-b", bundle, "-i", tmp_path / "docs", "-o", tmp_path / "brat", "--format", "brat")
+    assert result.returncode == 0, result.stderr
+    documents = {d.id: d for d in iter_brat(tmp_path / "brat")}
+    assert set(documents) == {"one", "sub/two"}
+    assert documents["sub/two"].annotations[0].concept_ids == ("C0004096",)
+    result = babelink("link", "-b", bundle, "-i", tmp_path / "docs", "-o", tmp_path / "out.xml", "--format", "bioc")
+    assert result.returncode == 0, result.stderr
+    root = ElementTree.parse(tmp_path / "out.xml").getroot()
+    assert [d.findtext("id") for d in root.iter("document")] == ["one", "sub/two"]
+    assert root.find(".//annotation/infon[@key='identifier']").text == "C0027051"
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (b'{"id": "a", "text": "asthma"}\n{"id": "b"}\n', 'in.jsonl:2: expected an object with a "text" string'),
+    (b'{"id": "a", "text": "asthma"}\nnot json\n', "in.jsonl:2: invalid JSON"),
+    (b'{"id": "a", "text": "asthma \\ud800"}\n', "not valid Unicode"),
+    (b'{"id": "a", "text": "ok"}\n{"id": "a", "text": "again"}\n', "in.jsonl:2: duplicate document id 'a'"),
+    (b'{"id": "a", "text": "\xff\xfe"}\n', "in.jsonl:1: invalid UTF-8"),
+])
+def test_link_bad_input_is_one_clear_line(bundle, tmp_path, content, message):  # noqa: F811
+    (tmp_path / "in.jsonl").write_bytes(content)
+    result = babelink("link", "-b", bundle, "-i", tmp_path / "in.jsonl", "-o", tmp_path / "out.jsonl")
+    assert result.returncode == 1
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "out.jsonl").exists(), "no partial output file"
+
+
+def test_link_usage_errors(bundle, tmp_path):  # noqa: F811
+    assert "not both or neither" in babelink("link", "-b", bundle).stderr
+    assert "give --output DIR" in babelink("link", "-b", bundle, "asthma", "--format", "brat").stderr
+    assert "not a babelink context filter" in babelink("link", "-b", bundle, "asthma", "--filter", tmp_path).stderr

@@ -1,0 +1,116 @@
+"""Tokens, stop words, candidate spans and overlap resolution (000 §4.2; 002 §4.4.1)."""
+
+import itertools
+import random
+from dataclasses import dataclass
+
+import pytest
+
+from babelink.detect.overlaps import resolve_overlaps
+from babelink.detect.spans import SpanParams, enumerate_spans
+from babelink.detect.stopwords import BoundaryStopwords, guess_language, protected_words
+from babelink.detect.tokenize import joinable, tokenize
+
+
+def _texts(text, stopwords=frozenset(), **params):
+    return [span.text for span in enumerate_spans(text, tokenize(text), stopwords, SpanParams(**params))]
+
+
+@pytest.mark.parametrize("text", [
+    "Patients with COVID-19 and HbA1c > 7 %",
+    "患者有2型糖尿病和高血压。",
+    "החולה סובל מסוכרת ויתר לחץ דם",
+    "\u200fمريض السكري\u200e 🙂 mixed 混合 script",  # with right-to-left and left-to-right marks
+    "e\u0301te\u0301 cafe\u0301",  # combining accents stay inside their word
+])
+def test_token_offsets_index_the_original_text(text):
+    for token in tokenize(text):
+        assert text[token.start : token.end] == token.text
+
+
+def test_word_and_character_tokens():
+    assert [t.text for t in tokenize("COVID-19 and HbA1c, i.v. dosing")] == ["COVID-19", "and", "HbA1c", "i.v", "dosing"]
+    assert [t.text for t in tokenize("2型糖尿病")] == ["2", "型", "糖", "尿", "病"]
+    thai = tokenize("โรคเบาหวาน")
+    assert all(t.unspaced and t.weight == 0.5 for t in thai) and "".join(t.text for t in thai) == "โรคเบาหวาน"
+    assert [t.text for t in tokenize("e\u0301te\u0301")] == ["e\u0301te\u0301"]
+
+
+def test_punctuation_and_paragraphs_are_barriers():
+    text = "fever, cough\nsore throat\n\nhead ache"
+    tokens = tokenize(text)
+    assert not joinable(text, tokens[0], tokens[1])  # comma
+    assert joinable(text, tokens[1], tokens[2])  # one line break
+    assert not joinable(text, tokens[3], tokens[4])  # paragraph break
+    assert "fever cough" not in _texts(text)
+
+
+def test_spans_respect_word_and_character_budgets():
+    assert _texts("acute renal failure syndrome", max_words=2) == [
+        "acute", "acute renal", "renal", "renal failure", "failure", "failure syndrome", "syndrome"]
+    spans = _texts("慢性阻塞性肺疾病", max_chars=3)
+    assert max(len(span) for span in spans) == 3 and "肺疾病" in spans
+    assert "x" not in _texts("x ray"), "single Latin letters are not spans"
+    assert "痛" in _texts("痛"), "a single Han character can be a mention"
+
+
+def test_spans_neither_start_nor_end_with_a_stop_word():
+    spans = _texts("the patient has type ii diabetes", frozenset({"the", "has", "ii"}))
+    assert "patient" in spans and "type ii diabetes" in spans
+    assert not any(s.split()[0] in {"the", "has", "ii"} or s.split()[-1] in {"the", "has", "ii"} for s in spans)
+
+
+def test_acronyms_are_never_stop_words():
+    spans = _texts("children with ALL and all others", frozenset({"all", "and", "with"}))
+    assert "ALL" in spans and "all" not in spans
+
+
+def test_kb_boundary_words_are_protected():
+    names = ["High blood pressure", "High fever", "Small cell carcinoma", "Small intestine", "Type II diabetes"] + [
+        "Carcinoma of the lung", "Disease of the heart", "ALL", "Fracture of femur", "Tumor of the skin"] * 3
+    protected = protected_words(names)
+    assert {"high", "small"} <= protected
+    assert not {"of", "the", "all"} & protected
+    stopwords = BoundaryStopwords(protected).for_language("en")
+    assert "high" not in stopwords and "the" in stopwords and "of" in stopwords
+
+
+@pytest.mark.parametrize("text, lang", [
+    ("El paciente tiene diabetes mellitus tipo 2 y una hipertensión arterial.", "es"),
+    ("The patient has diabetes and it was treated with insulin.", "en"),
+    ("Le patient a un diabète de type 2 et une hypertension.", "fr"),
+    ("Der Patient hat Diabetes und wird mit Insulin behandelt.", "de"),
+    ("患者有2型糖尿病和高血压。", "zh"),
+    ("高血圧症と心筋梗塞の患者", "ja"),
+])
+def test_language_guess_from_stop_words_and_script(text, lang):
+    assert guess_language(tokenize(text)) == lang
+
+
+def test_language_guess_abstains_without_evidence():
+    assert guess_language(tokenize("BRCA1 p53 HbA1c")) is None
+    assert guess_language([]) is None
+
+
+@dataclass
+class _Item:
+    start: int
+    end: int
+    score: float
+
+
+def test_overlaps_best_and_longest():
+    items = [_Item(0, 17, 0.91), _Item(0, 8, 0.99), _Item(9, 17, 0.95), _Item(20, 25, 0.5)]
+    assert [(i.start, i.end) for i in resolve_overlaps(items, "best")] == [(0, 8), (9, 17), (20, 25)]
+    assert [(i.start, i.end) for i in resolve_overlaps(items, "longest")] == [(0, 17), (20, 25)]
+    assert resolve_overlaps([], "best") == []
+    with pytest.raises(ValueError, match="overlap policy"):
+        resolve_overlaps(items, "first")
+
+
+def test_overlap_resolution_never_returns_overlapping_items():
+    generator = random.Random(0)
+    items = [_Item(s, s + generator.randint(1, 9), generator.random()) for s in (generator.randint(0, 80) for _ in range(300))]
+    chosen = resolve_overlaps(items, "best")
+    assert all(a.end <= b.start for a, b in itertools.pairwise(chosen))
+    assert max(items, key=lambda i: i.score) in chosen

@@ -1,0 +1,130 @@
+"""End-to-end linking of running text (`Linker.link`) with real sparse bundles."""
+
+import tracemalloc
+
+import pytest
+
+from babelink.errors import InvalidInputError
+from babelink.formats.document import Annotation, Document
+from babelink.kb.base import KnowledgeBaseBuilder
+from babelink.link.bundle import build_bundle
+from babelink.link.documents import LinkParams, split_segments
+from babelink.link.pipeline import Linker
+
+NAMES = {
+    "C0011849": ["Diabetes mellitus", "Diabetes", "糖尿病", "סוכרת", "Diabète sucré"],
+    "C0020538": ["Hypertension", "High blood pressure", "高血压", "יתר לחץ דם", "Hypertension artérielle"],
+    "C0027051": ["Myocardial infarction", "Heart attack", "心肌梗死"],
+    "C0004096": ["Asthma", "Asma"],
+    "C0015967": ["Fever", "High fever"],
+    "C0023449": ["Acute lymphoblastic leukemia", "ALL"],
+}
+
+
+@pytest.fixture(scope="module")
+def linker(tmp_path_factory):
+    builder = KnowledgeBaseBuilder()
+    for concept_id, names in NAMES.items():
+        for position, name in enumerate(names):
+            builder.add_name(concept_id, name, preferred=position == 0)
+    path = build_bundle(builder.build(), tmp_path_factory.mktemp("bundles") / "sparse", retriever="sparse")
+    return Linker.from_bundle(path, link_params=LinkParams(recall_threshold=0.5, link_threshold=0.8))
+
+
+def _found(document):
+    for mention in document.mentions:
+        assert document.text[mention.start : mention.end] == mention.text
+    return [(mention.text, mention.concept.concept_id) for mention in document.mentions]
+
+
+def test_english_sentence(linker):
+    text = "A patient with diabetes mellitus and high blood pressure had a heart attack."
+    assert _found(linker.link(text)) == [("diabetes mellitus", "C0011849"), ("high blood pressure", "C0020538"),
+                                         ("heart attack", "C0027051")]
+
+
+def test_chinese_sentence_offsets(linker):
+    text = "患者有2型糖尿病和高血压。"
+    document = linker.link(text)
+    assert _found(document) == [("糖尿病", "C0011849"), ("高血压", "C0020538")]
+    assert [(m.start, m.end) for m in document.mentions] == [(5, 8), (9, 12)]
+
+
+def test_hebrew_sentence_offsets(linker):
+    text = "לחולה יש סוכרת וגם יתר לחץ דם."
+    document = linker.link(text, lang="he")
+    assert _found(document) == [("סוכרת", "C0011849"), ("יתר לחץ דם", "C0020538")]
+    assert document.mentions[1].start == text.index("יתר")
+
+
+def test_offsets_survive_compatibility_characters(linker):
+    text = "Ｄｉａｂｅｔｅｓ and ﬁve cases of asthma"  # fullwidth letters and a ligature: NFKC changes lengths
+    document = linker.link(text)
+    assert _found(document) == [("Ｄｉａｂｅｔｅｓ", "C0011849"), ("asthma", "C0004096")]
+
+
+def test_acronym_links_but_the_stop_word_does_not(linker):
+    found = _found(linker.link("Children with ALL were treated; all of them recovered.", lang="en"))
+    assert found == [("ALL", "C0023449")]
+
+
+def test_abbreviation_defined_in_the_text(linker):
+    text = "Acute lymphoblastic leukemia (AcLL) is common. AcLL relapses were rare."
+    document = linker.link(text, lang="en")
+    abbreviated = [m for m in document.mentions if m.text == "AcLL"]
+    assert abbreviated and all(m.concept.concept_id == "C0023449" and m.searched for m in abbreviated)
+
+
+@pytest.mark.parametrize("text", ["", "   \n\t ", "🙂🙂🙂", "%$#@!" * 100, "\x00\x01\x02 binary \xff\xfe"])
+def test_texts_without_mentions(linker, text):
+    assert linker.link(text).mentions == ()
+
+
+def test_mixed_scripts_and_emoji(linker):
+    found = _found(linker.link("🙂 asthma 🙂 糖尿病 🙂 סוכרת 🙂"))
+    assert [concept for _, concept in found] == ["C0004096", "C0011849", "C0011849"]
+
+
+def test_invalid_documents_raise_clear_errors(linker):
+    with pytest.raises(InvalidInputError, match="not valid Unicode"):
+        linker.link("asthma \ud800")
+    with pytest.raises(InvalidInputError, match="text must be a string"):
+        linker.link_documents([("d1", b"asthma", None)])
+
+
+def test_segments_cut_at_barriers_and_cover_the_text():
+    text = ("Asthma was seen. " * 400 + "\n\n") * 30
+    segments = list(split_segments(text, size=5000))
+    assert "".join(segment for _, segment in segments) == text
+    assert all(len(segment) <= 5000 for _, segment in segments)
+    assert all(text[offset:].startswith(segment) for offset, segment in segments)
+    assert all(segment.endswith((". ", "\n")) for _, segment in segments[:-1])
+
+
+def test_long_document_links_every_segment_with_bounded_memory(linker):
+    sentence = "The patient had asthma and hypertension. "
+    text = sentence * 25_000  # 1 MB
+    tracemalloc.start()
+    document = linker.link(text)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert len(document.mentions) == 50_000
+    assert all(text[m.start : m.end] == m.text for m in document.mentions[::997])
+    assert peak < 400 * 2**20
+
+
+def test_batch_equals_one_by_one(linker):
+    texts = ["asthma and diabetes", "心肌梗死", "High blood pressure."]
+    batch = linker.link_documents([(str(i), t, None) for i, t in enumerate(texts)])
+    assert [_found(d) for d in batch] == [_found(linker.link(t)) for t in texts]
+
+
+def test_linked_document_serialisations(linker):
+    document = linker.link("asthma and diabetes", doc_id="p1")
+    record = document.to_dict()
+    assert record["id"] == "p1"
+    assert record["mentions"][0] | {"start": 0, "end": 6, "text": "asthma", "concept": "C0004096"} == record["mentions"][0]
+    assert {"start", "end", "text", "concept", "name", "score"} <= set(record["mentions"][0])
+    annotated = document.as_document("Disease")
+    assert annotated.annotations[0] == Annotation(0, 6, "asthma", ("C0004096",), "Disease")
+    assert isinstance(annotated, Document)
