@@ -153,6 +153,7 @@ def normalize(
 ) -> None:
     """Rank KB concepts for each mention (any language)."""
     from babelink.link.pipeline import Linker
+    from babelink.link.records import normalize_record
 
     if bool(mentions) == bool(input_path):
         raise InvalidInputError("give mentions as arguments or --input FILE, not both or neither")
@@ -174,7 +175,7 @@ def normalize(
         for searched, candidates in linker.normalize_stream(searched_texts(), top_k):
             mention = pending.popleft()
             if output_format is OutputFormat.jsonl:
-                record = {"mention": mention, "candidates": [candidate.to_dict() for candidate in candidates]}
+                record = normalize_record(mention, candidates)
                 if searched != mention:
                     record["searched"] = searched
                 if ngram_threshold is not None and (not candidates or candidates[0].score < ngram_threshold):
@@ -193,6 +194,11 @@ class LinkFormat(str, Enum):
     brat = "brat"
 
 
+class Engine(str, Enum):
+    local = "local"
+    ray = "ray"
+
+
 @app.command()
 def link(
     texts: Annotated[list[str] | None, typer.Argument(help="Texts to link (or use --input).")] = None,
@@ -204,61 +210,94 @@ def link(
     lang: Annotated[str | None, typer.Option("--lang", help="Language of every text (ISO 639-1); guessed per text when omitted.")] = None,
     candidates: Annotated[bool, typer.Option("--candidates", help="JSONL: each mention's ranked candidates too.")] = False,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Documents linked together.")] = 16,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="JSONL file or brat output: start over instead of skipping the documents an earlier run wrote.")] = False,
+    engine: Annotated[Engine, typer.Option("--engine", help="local: this process; ray: Ray Data actors, each loading the bundle once per 10,000 documents.")] = Engine.local,
+    ray_workers: Annotated[int, typer.Option("--ray-workers", min=1, help="--engine ray: linking actors (one CPU each).")] = 2,
+    ray_address: Annotated[str | None, typer.Option("--ray-address", help="--engine ray: a running cluster ('auto', 'ray://head:10001'); a local one when omitted.")] = None,
+    ner: Annotated[Path | None, typer.Option("--ner", help="Learned mention detector directory (babelink train ner) instead of span enumeration.")] = None,
 ) -> None:
-    """Detect and link the concept mentions of whole texts (any language)."""
+    """Detect and link the concept mentions of whole texts (any language). JSONL to a file and
+    brat output resume: rerun after a kill and the documents already written are skipped."""
+    from babelink import batch
     from babelink.formats.document import Document
     from babelink.formats.inputs import read_input_documents
-    from babelink.link.pipeline import Linker
-    from babelink.link.rerank import ContextFilter
 
     if bool(texts) == bool(input_path):
         raise InvalidInputError("give texts as arguments or --input FILE, not both or neither")
     if output_format is LinkFormat.brat and output == "-":
         raise InvalidInputError("--format brat writes a directory: give --output DIR")
-    filter_model = ContextFilter(context_filter) if context_filter else None
-    linker = (Linker.from_bundle(bundle, context_filter=filter_model) if bundle
-              else Linker.default(context_filter=filter_model))
+    if input_path not in (None, "-") and output != "-" and Path(input_path).resolve() == Path(output).resolve():
+        raise InvalidInputError("--output must not be the --input file")
+    if ner is not None and engine is Engine.ray:
+        raise InvalidInputError("--ner runs with --engine local only")
+    done = batch.completed_ids(output, output_format.value, overwrite)
+    if done:
+        typer.echo(f"resuming {output}: skipping {len(done):,} documents already linked (--overwrite to start over)",
+                   err=True)
     documents = ([Document(str(number), text) for number, text in enumerate(texts, start=1)] if texts
                  else read_input_documents(input_path))
-    linked = linker.link_stream(((d.id, d.text, lang or d.lang) for d in documents), batch_size)
-    with _progress_counter("linking") as advance:
-        counted = (advance(document) for document in linked)
+    if engine is Engine.ray:
+        from babelink.batch_ray import link_with_ray
+
+        results = link_with_ray(documents, done, bundle=bundle, context_filter=context_filter, lang=lang,
+                                candidates=candidates, batch_size=batch_size, workers=ray_workers, address=ray_address)
+    else:
+        results = _link_locally(documents, done, bundle, context_filter, lang, candidates, batch_size, ner)
+    with _progress_counter("linking", skipped=len(done)) as advance:
+        counted = (advance(result) for result in results)
         if output_format is LinkFormat.brat:
-            from babelink.formats.brat import write_brat
+            batch.write_brat_each(counted, Path(output))
+        elif output_format is LinkFormat.jsonl and output != "-":
+            batch.append_jsonl(counted, Path(output), overwrite)
+        else:
+            with _open_output(output) as out:
+                _write_linked(counted, output_format, out)
 
-            for document in counted:
-                write_brat(document.as_document(), output)
-            return
-        with _open_output(output) as out:
-            _write_linked(counted, output_format, out, candidates)
+
+def _link_locally(documents, skip: set[str], bundle: Path | None, context_filter: Path | None, lang: str | None,
+                  candidates: bool, batch_size: int, ner: Path | None = None):
+    """Linked results of the documents not in `skip`; the linker loads now, documents link lazily."""
+    from babelink.batch import Linked
+    from babelink.detect.ner import NerDetector
+    from babelink.link.pipeline import Linker
+    from babelink.link.rerank import ContextFilter
+
+    filter_model = ContextFilter(context_filter) if context_filter else None
+    detector = NerDetector(ner) if ner else None
+    linker = (Linker.from_bundle(bundle, context_filter=filter_model, detector=detector) if bundle
+              else Linker.default(context_filter=filter_model, detector=detector))
+    pending = ((d.id, d.text, lang or d.lang) for d in documents if d.id not in skip)
+    return (Linked.of(document, candidates) for document in linker.link_stream(pending, batch_size))
 
 
-def _write_linked(documents, output_format: LinkFormat, out: TextIO, candidates: bool) -> None:
+def _write_linked(results, output_format: LinkFormat, out: TextIO) -> None:
     from babelink.formats.bioc import write_bioc_json, write_bioc_xml
     from babelink.formats.pubtator import write_pubtator
 
     if output_format is LinkFormat.jsonl:
-        for document in documents:
-            out.write(json.dumps(document.to_dict(candidates), ensure_ascii=False) + "\n")
+        for result in results:
+            out.write(json.dumps(result.record, ensure_ascii=False) + "\n")
             out.flush()
         return
     writer = {LinkFormat.pubtator: write_pubtator, LinkFormat.bioc: write_bioc_xml,
               LinkFormat.bioc_json: write_bioc_json}[output_format]
-    writer((document.as_document() for document in documents), out)
+    writer((result.as_document() for result in results), out)
 
 
 @contextlib.contextmanager
-def _progress_counter(stage: str):
-    """`advance(item) -> item`, counting items on a progress display (on a terminal only)."""
+def _progress_counter(stage: str, skipped: int = 0):
+    """`advance(item) -> item`, counting items on a progress display (on a terminal only);
+    `skipped`: documents an earlier run already wrote, shown beside the count."""
     from babelink.progress import progress_bar
 
+    suffix = f" ({skipped:,} skipped: already in the output)" if skipped else ""
     with progress_bar(stage) as progress:
         done = 0
 
         def advance(item):
             nonlocal done
             done += 1
-            progress(f"{stage}: {done:,} documents", done, None)
+            progress(f"{stage}: {done:,} documents{suffix}", done, None)
             return item
 
         yield advance
@@ -273,7 +312,32 @@ def info(bundle: BundleOption = None) -> None:
     typer.echo(json.dumps(read_manifest(bundle or default_bundle()), indent=2, ensure_ascii=False))
 
 
-train_app = typer.Typer(no_args_is_help=True, help="Train models: the entity encoder (SAP), the contextual filter.")
+@app.command()
+def serve(
+    bundle: BundleOption = None,
+    host: Annotated[str, typer.Option("--host", help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=0, max=65535)] = 8000,
+    context_filter: Annotated[Path | None, typer.Option("--filter", help="Contextual filter directory (babelink train filter).")] = None,
+    workers: Annotated[int, typer.Option("--workers", min=1, help="Threads running model work (torch already uses every core).")] = 1,
+    queue: Annotated[int, typer.Option("--queue", min=1, help="Requests admitted at once; more get 429 with Retry-After.")] = 32,
+    timeout: Annotated[float, typer.Option("--timeout", min=0.001, help="Seconds per request, queueing included; then 503.")] = 30.0,
+) -> None:
+    """Serve normalize and link over HTTP: REST API (OpenAPI at /docs) and a viewer page at /."""
+    import uvicorn
+
+    from babelink.link.pipeline import Linker
+    from babelink.link.rerank import ContextFilter
+    from babelink.serve import ServiceLimits, create_app
+
+    filter_model = ContextFilter(context_filter) if context_filter else None
+    linker = (Linker.from_bundle(bundle, context_filter=filter_model) if bundle
+              else Linker.default(context_filter=filter_model))
+    service = create_app(linker, ServiceLimits(workers=workers, queue=queue, timeout=timeout))
+    typer.echo(f"serving {linker.bundle.path} on http://{host}:{port}/", err=True)
+    uvicorn.run(service, host=host, port=port)
+
+
+train_app = typer.Typer(no_args_is_help=True, help="Train models: the entity encoder (SAP), the contextual filter, the NER detector.")
 app.add_typer(train_app, name="train")
 
 
@@ -283,7 +347,7 @@ def train_sap(
     kb: Annotated[Path | None, typer.Option("--kb", help="KB whose synonyms are the positive pairs (003 §2).")] = None,
     kb_format: Annotated[str | None, typer.Option("--kb-format", help="umls|ctd|obo|tsv|jsonl|parquet; inferred when omitted.")] = None,
     lang: Annotated[list[str] | None, typer.Option("--lang", help="Read only these KB languages.")] = None,
-    synonyms: Annotated[str, typer.Option("--synonyms", help="all_syn | en_syn | <lang>_syn (001 Tab. 3).")] = "all_syn",
+    synonyms: Annotated[str, typer.Option("--synonyms", help="all_syn | en_syn | <lang>_syn (001 Tab. 3) | none (--kb only scores --eval: continue on --pairs alone, 001 §2.2).")] = "all_syn",
     pairs: Annotated[list[Path] | None, typer.Option("--pairs", help="Translation pairs (english<TAB>foreign), each pair a pseudo-class (001 §2.2).")] = None,
     mentions_from: Annotated[Path | None, typer.Option("--mentions-from", help="Task fine-tuning: annotated documents whose mentions pair with their gold concept's KB names.")] = None,
     init: Annotated[str, typer.Option("--init", help="'default' (bundled multilingual-e5-small) or a checkpoint directory.")] = "default",
@@ -324,7 +388,7 @@ def train_sap(
         if mentions_from is not None:
             positives += training_pairs.mention_names(read_annotated(mentions_from), knowledge_base,
                                                       max_pairs_per_concept, seed)
-        else:
+        elif synonyms != "none":
             positives += training_pairs.positive_pairs(training_pairs.synonym_names(knowledge_base, synonyms),
                                                        max_pairs_per_concept, seed)
         if eval_set is not None:
@@ -399,6 +463,45 @@ def train_filter(
         trained.save_settings(replace(trained.settings, threshold=threshold))
         typer.echo(f"dev strict F1 {f1[threshold]:.4f} at threshold {threshold}", err=True)
     typer.echo(f"wrote {out}", err=True)
+
+
+@train_app.command("ner")
+def train_ner(
+    train: Annotated[Path, typer.Option("--train", help="Annotated training documents (PubTator, BioC or a brat directory).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output detector directory (written atomically).")],
+    dev: Annotated[Path | None, typer.Option("--dev", help="Annotated dev documents: strict span F1 is reported on them.")] = None,
+    init: Annotated[str, typer.Option("--init", help="'default' (bundled multilingual-e5-small) or a checkpoint directory.")] = "default",
+    types: Annotated[list[str] | None, typer.Option("--types", help="Learn only annotations of these types (repeat); all when omitted.")] = None,
+    epochs: Annotated[int, typer.Option("--epochs", min=1)] = 3,
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Windows per step.")] = 16,
+    learning_rate: Annotated[float, typer.Option("--lr")] = 5e-5,
+    max_length: Annotated[int, typer.Option("--max-length", min=8, help="Sub-tokens per window.")] = 256,
+    max_minutes: Annotated[float | None, typer.Option("--max-minutes", help="Stop (and save) after this long.")] = None,
+    freeze_embeddings: Annotated[bool, typer.Option("--freeze-embeddings", help="Keep the word embeddings fixed (CPU training).")] = False,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+) -> None:
+    """Train the learned mention detector (encoder + CRF BIO tagger, 002 §4.2) for `link --ner`."""
+    from babelink.encoders import DEFAULT
+    from babelink.encoders.e5_bundled import bundled_e5_path
+    from babelink.formats import read_documents
+    from babelink.progress import progress_bar
+    from babelink.train import ner
+
+    documents = list(read_documents(train))
+    config = ner.NerTrainingConfig(types=tuple(types) if types else None, learning_rate=learning_rate, epochs=epochs,
+                                   batch_size=batch_size, max_length=max_length, freeze_embeddings=freeze_embeddings,
+                                   max_minutes=max_minutes, seed=seed)
+    mentions = sum(len(ner.selected(d.annotations, config.types)) for d in documents)
+    typer.echo(f"training on {len(documents):,} documents, {mentions:,} mentions", err=True)
+    with progress_bar("training") as progress:
+        detector = ner.train_ner(bundled_e5_path() if init == DEFAULT else Path(init), documents, out, config,
+                                 lambda step, total, loss: progress(f"step {step:,}/{total:,} loss {loss:.4f}", step, total))
+    typer.echo(f"wrote {out}: labels {', '.join(detector.settings.labels)}", err=True)
+    if dev is not None:
+        scores = ner.evaluate_ner(detector, list(read_documents(dev)), config.types)
+        strict, partial = scores["strict"], scores["partial"]
+        typer.echo(f"dev strict P {strict['precision']:.4f} R {strict['recall']:.4f} F1 {strict['f1']:.4f} "
+                   f"(partial F1 {partial['f1']:.4f})", err=True)
 
 
 def _dev_evaluator(name: str, data: Path, kb, distractors: int):

@@ -1,4 +1,4 @@
-"""Atomic replacement of directories (bundles, training checkpoints)."""
+"""Atomic replacement of files and directories (bundles, training checkpoints, linked documents)."""
 
 from __future__ import annotations
 
@@ -34,4 +34,18 @@ def write_directory(target: Path, write: Callable[[Path], None]) -> None:
         replace_directory(staging, target)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write `text` to a temporary sibling of `path`, then rename it onto `path`: a reader, or a
+    run resumed after a kill, sees the old file or the complete new one, never a truncated one."""
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
+            stream.write(text)
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
         raise

@@ -1,12 +1,14 @@
 """Normalization benchmark: exact match, sparse, dense, hybrid and index switching on four sets.
 
-    python benchmarks/normalization.py [--data ../shared/data] [--no-write]
+    python benchmarks/normalization.py [--data ../shared/data] [--no-write] [--kb ctd-medic] [--encoder DIR]
 
 Builds (or reuses, see `report.cached_bundle`) one default hybrid bundle per KB (open-umls;
 CTD MEDIC), then scores each system on XL-BEL v0.0 (visible languages, in-KB), Mantra GSC
 (in-KB), NCBI-disease test and BC5CDR-Disease test. The labeled-span index of `hybrid + spans`
 holds the mentions of the corpus's own train split. Every build and every system runs in its
-own process, so peak RSS is that step's alone. Appends a section to BENCHMARKS.md unless --no-write.
+own process, so peak RSS is that step's alone. `--encoder` builds the bundles with a trained
+checkpoint (e.g. `babelink train sap` output) instead of the bundled encoder. Appends a section
+to BENCHMARKS.md unless --no-write.
 """
 
 from __future__ import annotations
@@ -51,10 +53,10 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def build_step(data: str, kb_name: str) -> dict:
+def build_step(data: str, kb_name: str, encoder: str) -> dict:
     """Build the default bundle (unless this code version built it before) and time a KB load."""
     started = time.perf_counter()
-    path = cached_bundle(Path(data), kb_name)
+    path = cached_bundle(Path(data), kb_name, **({} if encoder == "default" else {"encoder": encoder}))
     built_now = time.perf_counter() - started > 5
     manifest = load_bundle(path).manifest
     started = time.perf_counter()
@@ -82,7 +84,8 @@ def _generator(bundle, system: str, data: Path, set_name: str, scratch: str):
         return kb_generator
     documents = annotations.read_annotated(data / "bench" / TRAIN_FILES[set_name])
     spans = annotations.span_kb(annotations.mention_pairs(documents, bundle.kb), bundle.kb)
-    spans_bundle = load_bundle(build_bundle(spans, Path(scratch) / set_name, retriever="hybrid"))
+    spans_bundle = load_bundle(build_bundle(spans, Path(scratch) / set_name, retriever="hybrid",
+                                            encoder=bundle.manifest["dense"]["encoder"]["name"]))
     return SwitchingGenerator(generator_for(spans_bundle, encoder), kb_generator, DEFAULT_SWITCH_THRESHOLD)
 
 
@@ -116,7 +119,7 @@ def _in_child(function, *args):
 
 def report(builds: dict, runs: dict) -> str:
     lines = [f"## {time.strftime('%Y-%m-%d')} — normalization (commit `{commit()}`)", "",
-             f"Command: `python benchmarks/normalization.py` · machine: {machine()}", "",
+             f"Command: `python benchmarks/normalization.py {' '.join(sys.argv[1:])}` · machine: {machine()}", "",
              "Default bundle build (read KB + normalise + fit TF-IDF + encode names + FAISS HNSW index + write):", "",
              "| KB | concepts | names | name strings | build s | KB store load s | peak RSS MB of the step |",
              "|---|---:|---:|---:|---:|---:|---:|"]
@@ -156,12 +159,13 @@ def report(builds: dict, runs: dict) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kb", choices=list(KB_FILES), action="append", help="only these KBs (default: both)")
+    parser.add_argument("--encoder", default="default", help="encoder checkpoint of the bundles (default: bundled)")
     args = arguments(parser.description, parser)
     if not (args.data / "READY").is_file():
         sys.exit(f"benchmark data not found at {args.data}")
     builds, runs = {}, {}
     for kb_name in args.kb or KB_FILES:
-        builds[kb_name] = _in_child(build_step, str(args.data), kb_name)
+        builds[kb_name] = _in_child(build_step, str(args.data), kb_name, args.encoder)
         print(f"built {kb_name}: {builds[kb_name]}", file=sys.stderr)
         runs[kb_name] = {}
         for system in SYSTEMS:

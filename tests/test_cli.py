@@ -146,6 +146,11 @@ def test_train_sap_output_is_an_encoder_build_accepts(tmp_path, tiny_encoder_dir
     assert result.returncode == 0, result.stderr
     result = babelink("train", "sap", "--out", out)
     assert result.returncode == 1 and "give --kb" in result.stderr
+    result = babelink("train", "sap", "--kb", tmp_path / "MRCONSO.RRF", "--synonyms", "none", "--pairs",
+                      tmp_path / "en-es.tsv", "--init", out, "--out", tmp_path / "continued", "--max-steps", "1",
+                      "--batch-pairs", "2")
+    assert result.returncode == 0, result.stderr
+    assert "training on 3 positive pairs" in result.stderr, "translation pairs alone: 001 §2.2 continued training"
 
 
 def test_train_sap_task_fine_tuning_keeps_the_best_dev_checkpoint(tmp_path, tiny_encoder_dir, shared_data):

@@ -1,7 +1,7 @@
 """`babelink link` as users run it: inputs, output formats, errors (a real subprocess)."""
 
 import json
-import xml.etree.ElementTree as ElementTree
+from xml.etree import ElementTree
 
 import pytest
 from test_cli import babelink, bundle  # noqa: F401  (the module-scoped bundle fixture)

@@ -30,8 +30,6 @@ class Span:
     start: int
     end: int
     text: str
-    first_token: int
-    last_token: int  # inclusive
 
 
 def enumerate_spans(text: str, tokens: Sequence[Token], stopwords: frozenset[str],
@@ -55,5 +53,5 @@ def enumerate_spans(text: str, tokens: Sequence[Token], stopwords: frozenset[str
                 break
             if is_stop[last] or (chars == 0 and tokens[last].end - token.start < params.min_chars):
                 continue
-            spans.append(Span(token.start, tokens[last].end, text[token.start : tokens[last].end], first, last))
+            spans.append(Span(token.start, tokens[last].end, text[token.start : tokens[last].end]))
     return spans

@@ -15,6 +15,7 @@ from pathlib import Path
 from babelink.errors import InputFormatError
 from babelink.formats.document import Annotation, Document
 from babelink.formats.inputs import read_text_file
+from babelink.fsutil import write_text_atomic
 from babelink.kb.io import iter_lines
 
 _CUI = re.compile(r"C\d{7}")
@@ -78,7 +79,8 @@ def iter_brat(directory: str | Path, recursive: bool = True) -> Iterator[Documen
 
 
 def write_brat(document: Document, directory: str | Path) -> Path:
-    """Write `<id>.txt` and `<id>.ann` under `directory`; return the `.txt` path.
+    """Write `<id>.txt`, then `<id>.ann`, each atomically, under `directory`; return the `.txt` path.
+    An `.ann` that exists is complete and so is its `.txt` (what `babelink link` resumes on).
 
     A mention whose type is not its CUI gets its concept ids, space separated, in an
     AnnotatorNotes line. The reader recovers ids of the shapes `_ID_TOKEN` accepts; others (a bare
@@ -94,8 +96,8 @@ def write_brat(document: Document, directory: str | Path) -> Path:
         if annotation.concept_ids and annotation.concept_ids != (annotation.type,):
             ann_lines.append(f"#{number}\tAnnotatorNotes T{number}\t{' '.join(annotation.concept_ids)}\n")
     txt_path.parent.mkdir(parents=True, exist_ok=True)
-    txt_path.write_text(document.text, encoding="utf-8", newline="")
-    txt_path.with_suffix(".ann").write_text("".join(ann_lines), encoding="utf-8", newline="")
+    write_text_atomic(txt_path, document.text)
+    write_text_atomic(txt_path.with_suffix(".ann"), "".join(ann_lines))
     return txt_path
 
 

@@ -17,13 +17,15 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from babelink.abbreviations import abbreviation_map
+from babelink.detect import MentionDetector
 from babelink.detect.overlaps import resolve_overlaps
-from babelink.detect.spans import SpanParams, enumerate_spans
+from babelink.detect.spans import Span, SpanParams, enumerate_spans
 from babelink.detect.stopwords import BoundaryStopwords
 from babelink.detect.tokenize import tokenize
 from babelink.errors import InvalidInputError
 from babelink.link.candidates import Candidate, CandidateGenerator
 from babelink.link.mentions import LinkedDocument, LinkedMention
+from babelink.link.ngram_search import ngram_search
 from babelink.link.rerank import ContextFilter, filter_window
 from babelink.text import normalize_name
 
@@ -57,6 +59,8 @@ class Proposal:
     text: str
     searched: str
     candidates: list[Candidate]
+    recall_score: float | None  # the high-recall matcher's best cosine (None for an n-gram of a detected span)
+    detector: str = "spans"
     filter_score: float | None = None
 
     @property
@@ -67,12 +71,14 @@ class Proposal:
 
 class DocumentLinker:
     def __init__(self, recall: CandidateGenerator, ranker: CandidateGenerator, stopwords: BoundaryStopwords,
-                 params: LinkParams = LinkParams(), context_filter: ContextFilter | None = None):
+                 params: LinkParams = LinkParams(), context_filter: ContextFilter | None = None,
+                 detector: MentionDetector | None = None):
         self.recall = recall
         self.ranker = ranker
         self.stopwords = stopwords
         self.params = params
         self.context_filter = context_filter
+        self.detector = detector
 
     def link(self, documents: Sequence[tuple[str, str, str | None]]) -> list[LinkedDocument]:
         """Link a batch of `(id, text, lang)` documents; `lang` None is guessed per segment."""
@@ -88,7 +94,7 @@ class DocumentLinker:
     def _mention(proposal: Proposal) -> LinkedMention:
         searched = proposal.searched if proposal.searched != proposal.text else None
         return LinkedMention(proposal.start, proposal.end, proposal.text, tuple(proposal.candidates),
-                             searched=searched, filter_score=proposal.filter_score)
+                             detector=proposal.detector, searched=searched, filter_score=proposal.filter_score)
 
     def apply_filter(self, documents: Sequence[tuple[str, str, str | None]], proposals: list[list[Proposal]]) -> None:
         """Set every proposal's `filter_score` (one batched pass over the whole batch)."""
@@ -101,28 +107,50 @@ class DocumentLinker:
 
     def proposals(self, documents: Sequence[tuple[str, str, str | None]]) -> list[list[Proposal]]:
         """Per document, every span that clears the recall and link thresholds, before the
-        filter and overlap resolution."""
+        filter and overlap resolution. With a `detector`, its spans skip the recall threshold,
+        and one below the link threshold is replaced by its linked n-grams (002 §4.4.1)."""
         segments = [(index, offset, segment, lang)
                     for index, (doc_id, text, lang) in enumerate(documents)
                     for offset, segment in split_segments(check_document(doc_id, text))]
         per_segment = []
-        for index, offset, segment, lang in segments:
-            tokens = tokenize(segment)
-            spans = enumerate_spans(segment, tokens, self.stopwords.for_tokens(tokens, lang), self.params.spans)
+        for (index, offset, segment, lang), (stopwords, spans) in zip(segments, self._spans(segments)):
             abbreviations = abbreviation_map(segment) if self.params.resolve_abbreviations else {}
-            per_segment.append((index, offset, [(span, abbreviations.get(span.text, span.text)) for span in spans]))
+            per_segment.append((index, offset, stopwords,
+                                [(span, abbreviations.get(span.text, span.text)) for span in spans]))
         searched = list(dict.fromkeys(normalize_name(text) for *_, spans in per_segment for _, text in spans))
         searched = [text for text in searched if text]
-        recalled = [text for text, candidates in zip(searched, self.recall.generate(searched, 1))
-                    if candidates and candidates[0].score >= self.params.recall_threshold]
-        ranked = dict(zip(recalled, self.ranker.generate(recalled, self.params.top_k)))
+        floor = self.params.recall_threshold if self.detector is None else float("-inf")
+        recall_scores = {text: candidates[0].score if candidates else 0.0
+                         for text, candidates in zip(searched, self.recall.generate(searched, 1))
+                         if (candidates[0].score if candidates else 0.0) >= floor}
+        ranked = dict(zip(recall_scores, self.ranker.generate(list(recall_scores), self.params.top_k)))
+        detector = "spans" if self.detector is None else self.detector.name
         proposals: list[list[Proposal]] = [[] for _ in documents]
-        for index, offset, spans in per_segment:
+        for index, offset, stopwords, spans in per_segment:
             for span, text in spans:
-                candidates = ranked.get(normalize_name(text))
+                key = normalize_name(text)
+                candidates = ranked.get(key)
                 if candidates and candidates[0].score >= self.params.link_threshold:
-                    proposals[index].append(Proposal(span.start + offset, span.end + offset, span.text, text, candidates))
+                    proposals[index].append(Proposal(span.start + offset, span.end + offset, span.text, text, candidates,
+                                                     recall_scores[key], detector))
+                elif self.detector is not None and key:
+                    proposals[index] += self._linked_ngrams(span, offset, detector, stopwords)
         return proposals
+
+    def _spans(self, segments) -> list[tuple[frozenset[str], list[Span]]]:
+        """Each segment's stop words and candidate spans: the detector's, or all enumerated."""
+        stopwords = [self.stopwords.for_tokens(tokenize(segment), lang) for _, _, segment, lang in segments]
+        if self.detector is not None:
+            found = self.detector.detect([segment for _, _, segment, _ in segments])
+            return [(stop, [Span(start, end, segment[start:end]) for start, end in spans])
+                    for (_, _, segment, _), stop, spans in zip(segments, stopwords, found)]
+        return [(stop, enumerate_spans(segment, tokenize(segment), stop, self.params.spans))
+                for (_, _, segment, _), stop in zip(segments, stopwords)]
+
+    def _linked_ngrams(self, span: Span, offset: int, detector: str, stopwords: frozenset[str]) -> list[Proposal]:
+        parts = ngram_search(self.ranker, span.text, self.params.link_threshold, self.params.top_k, stopwords)
+        return [Proposal(span.start + offset + part.start, span.start + offset + part.end, part.text, part.text,
+                         part.candidates, None, f"{detector}+ngrams") for part in parts]
 
 
 def check_document(doc_id: str, text: object) -> str:

@@ -4,7 +4,9 @@ A detected span may hold several neighbouring entities ("diabetes mellitus and h
 or an entity plus surrounding words. When the whole span scores below the threshold, its
 whitespace-token n-grams are searched from n−1 tokens down to 1; an n-gram is linked when it
 reaches the threshold, and shorter n-grams that contain an already linked token are skipped.
-Within one length, better-scoring n-grams claim their tokens first.
+Within one length, better-scoring n-grams claim their tokens first. Given `stopwords`, n-grams
+that start or end with one are not searched, as in span enumeration (000 §4.2): "asthma and"
+is not a mention even when its char n-grams nearly match "asthma".
 """
 
 from __future__ import annotations
@@ -31,17 +33,20 @@ class LinkedPart:
                 "candidates": [candidate.to_dict() for candidate in self.candidates]}
 
 
-def ngram_search(generator: CandidateGenerator, mention: str, threshold: float, top_k: int = 5) -> list[LinkedPart]:
+def ngram_search(generator: CandidateGenerator, mention: str, threshold: float, top_k: int = 5,
+                 stopwords: frozenset[str] = frozenset()) -> list[LinkedPart]:
     """The linked parts of `mention`, in text order: the whole mention when it reaches
     `threshold`, otherwise its best n-grams (possibly none)."""
     [whole] = generator.generate([mention], top_k)
     if whole and whole[0].score >= threshold:
         return [LinkedPart(0, len(mention), mention, whole)]
     tokens = [(match.start(), match.end()) for match in _TOKEN.finditer(mention)]
+    is_stop = [mention[start:end].casefold() in stopwords for start, end in tokens]
     linked = [False] * len(tokens)
     parts: list[LinkedPart] = []
     for size in range(len(tokens) - 1, 0, -1):
-        grams = [(first, first + size) for first in range(len(tokens) - size + 1) if not any(linked[first : first + size])]
+        grams = [(first, first + size) for first in range(len(tokens) - size + 1)
+                 if not any(linked[first : first + size]) and not is_stop[first] and not is_stop[first + size - 1]]
         if not grams:
             continue
         texts = [mention[tokens[first][0] : tokens[last - 1][1]] for first, last in grams]

@@ -6,6 +6,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from babelink.batching import batched
+from babelink.detect import MentionDetector
 from babelink.detect.stopwords import BoundaryStopwords, protected_words
 from babelink.encoders import Encoder
 from babelink.encoders.cache import CachedEncoder
@@ -34,11 +35,13 @@ class Linker:
     BATCH_SIZE = 1024
 
     def __init__(self, bundle: Bundle, generator: CandidateGenerator | None = None,
-                 link_params: LinkParams | None = None, context_filter: ContextFilter | None = None):
+                 link_params: LinkParams | None = None, context_filter: ContextFilter | None = None,
+                 detector: MentionDetector | None = None):
         self.bundle = bundle
         self.generator = generator or generator_for(bundle)
         self.link_params = link_params or LinkParams()
         self.context_filter = context_filter
+        self.detector = detector
         self._document_linker: DocumentLinker | None = None
 
     @classmethod
@@ -90,7 +93,7 @@ class Linker:
             protected = protected_words(surface for bundle in bundles for surface in bundle.names.surfaces)
             recall = self.generator if self.bundle.retriever == "sparse" else generator_for(self.bundle, retriever="sparse")
             self._document_linker = DocumentLinker(recall, self.generator, BoundaryStopwords(protected), self.link_params,
-                                                   self.context_filter)
+                                                   self.context_filter, self.detector)
         return self._document_linker
 
     def search_ngrams(self, mention: str, threshold: float, top_k: int = 5) -> list[LinkedPart]:

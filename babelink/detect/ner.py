@@ -1,0 +1,196 @@
+"""Learned mention detector: a transformer encoder + linear emissions + CRF BIO tagger (002 §4.2).
+
+Tagging units are the words of `detect.tokenize` (one per character in Chinese and Japanese,
+one per grapheme in Thai), so spans map back to exact character offsets in any script. A word's
+emission scores are a linear map of the encoder state of its first sub-token; a SentencePiece
+tokenizer splits a CJK character given as a word into a bare "▁" and the character, and the
+bare marker, which says nothing about the character, is skipped. Long texts are tagged in
+windows of at most `max_length` sub-tokens, cut between words, preferably at a barrier no
+mention crosses (`tokenize.joinable`), as 002 tags sentence by sentence. Labels are B-T / I-T
+for each mention type T seen in training, and O.
+
+A detector is a directory: the fine-tuned encoder as a transformers checkpoint with its
+tokenizer, `ner_head.safetensors` (emission layer and CRF) and `babelink_ner.json`
+(`babelink train ner` writes it).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+from babelink.detect.crf import CRF, bio_constraints
+from babelink.detect.tokenize import Token, joinable, tokenize
+from babelink.errors import BabelinkError
+
+SETTINGS_FILE = "babelink_ner.json"
+HEAD_FILE = "ner_head.safetensors"
+#: Word-start markers of SentencePiece and byte-level BPE vocabularies.
+_MARKERS = "▁Ġ"
+
+
+@dataclass(frozen=True)
+class NerSettings:
+    labels: tuple[str, ...]  # "O", then B-T and I-T for each type T
+    max_length: int = 256  # sub-tokens per window, special tokens included
+    batch_size: int = 16
+
+
+def bio_labels(types: Sequence[str]) -> tuple[str, ...]:
+    return ("O", *(f"{prefix}-{kind}" for kind in types for prefix in "BI"))
+
+
+def bio_spans(labels: Sequence[str]) -> list[tuple[int, int, str]]:
+    """(first word, end word, type) of each B-T I-T… run; a stray I-T opens a mention too."""
+    spans: list[tuple[int, int, str]] = []
+    for position, label in enumerate(labels):
+        if label.startswith("I-") and spans and spans[-1][1] == position and spans[-1][2] == label[2:]:
+            spans[-1] = (spans[-1][0], position + 1, label[2:])
+        elif label != "O":
+            spans.append((position, position + 1, label[2:]))
+    return spans
+
+
+class NerTagger(torch.nn.Module):
+    """Encoder → first-sub-token state of each word → emission scores; the CRF scores sequences."""
+
+    def __init__(self, encoder: torch.nn.Module, labels: Sequence[str]):
+        super().__init__()
+        self.encoder = encoder
+        self.emissions = torch.nn.Linear(encoder.config.hidden_size, len(labels))
+        self.crf = CRF(len(labels), *bio_constraints(labels))
+
+    def forward(self, inputs: dict[str, torch.Tensor], pieces: torch.Tensor) -> torch.Tensor:
+        """Emission scores (windows, words, labels) in float32; `pieces` (windows, words) holds
+        each word's first sub-token position (`first_pieces`)."""
+        states = self.encoder(**inputs).last_hidden_state
+        index = pieces.unsqueeze(-1).expand(-1, -1, states.shape[-1])
+        return self.emissions(states.gather(1, index)).float()
+
+    def head_state(self) -> dict[str, torch.Tensor]:
+        return {name: value for name, value in self.state_dict().items() if not name.startswith("encoder.")}
+
+
+class NerDetector:
+    """`MentionDetector` over a trained tagger directory; spans of every type are returned."""
+
+    name = "ner"
+
+    def __init__(self, path: str | Path, device: str | None = None):
+        self.path = Path(path).absolute()
+        settings_path = self.path / SETTINGS_FILE
+        if not settings_path.is_file():
+            raise BabelinkError(f"{self.path}: not a babelink NER model (no {SETTINGS_FILE}); "
+                                "train one with `babelink train ner`")
+        try:
+            settings = json.loads(settings_path.read_text(encoding="utf-8"))
+            self.settings = NerSettings(**{**settings, "labels": tuple(settings["labels"])})
+        except (TypeError, ValueError, KeyError) as error:
+            raise BabelinkError(f"{settings_path}: invalid NER settings ({error})") from None
+        from safetensors.torch import load_file
+        from transformers import AutoModel, AutoTokenizer
+
+        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(self.path, local_files_only=True)
+            encoder = AutoModel.from_pretrained(self.path, local_files_only=True)
+            self.model = NerTagger(encoder, self.settings.labels)
+            loaded = self.model.load_state_dict(load_file(self.path / HEAD_FILE), strict=False)
+        except (OSError, ValueError, RuntimeError) as error:
+            raise BabelinkError(f"{self.path}: cannot load the NER checkpoint: {error}") from None
+        if loaded.unexpected_keys or any(not key.startswith("encoder.") for key in loaded.missing_keys):
+            raise BabelinkError(f"{self.path / HEAD_FILE}: not a head for {len(self.settings.labels)} labels")
+        self.model.to(self.device).eval()
+        self._autocast = torch.bfloat16 if self.device.type == "cpu" and _native_bf16() else None
+
+    def detect(self, texts: Sequence[str]) -> list[list[tuple[int, int]]]:
+        return [[(start, end) for start, end, _ in found] for found in self.entities(texts)]
+
+    def entities(self, texts: Sequence[str]) -> list[list[tuple[int, int, str]]]:
+        """(start, end, type) of the mentions in each text, in text order."""
+        units = []
+        for number, text in enumerate(texts):
+            tokens = tokenize(text)
+            units += [(number, tokens[first:end]) for first, end in self.windows(text, tokens)]
+        units.sort(key=lambda unit: -len(unit[1]))
+        found: list[list[tuple[int, int, str]]] = [[] for _ in texts]
+        with torch.inference_mode():
+            for first in range(0, len(units), self.settings.batch_size):
+                batch = units[first : first + self.settings.batch_size]
+                emissions, mask = self.emissions([[token.text for token in words] for _, words in batch])
+                for (number, words), tags in zip(batch, self.model.crf.decode(emissions, mask)):
+                    found[number] += [(words[start].start, words[end - 1].end, kind)
+                                      for start, end, kind in bio_spans([self.settings.labels[t] for t in tags])]
+        return [sorted(spans) for spans in found]
+
+    def windows(self, text: str, tokens: Sequence[Token]) -> list[tuple[int, int]]:
+        """(first, end) word ranges of at most `max_length` sub-tokens; a word longer than
+        that alone is a window (truncated)."""
+        if not tokens:
+            return []
+        encoded = self.tokenizer([token.text for token in tokens], is_split_into_words=True,
+                                 add_special_tokens=False, verbose=False)
+        pieces = Counter(encoded.word_ids())
+        budget = self.settings.max_length - self.tokenizer.num_special_tokens_to_add()
+        ranges, first = [], 0
+        while first < len(tokens):
+            end, used = first + 1, pieces[first]
+            while end < len(tokens) and used + pieces[end] <= budget:
+                used += pieces[end]
+                end += 1
+            if end < len(tokens):
+                end = next((cut for cut in range(end, first + (end - first) // 2, -1)
+                            if not joinable(text, tokens[cut - 1], tokens[cut])), end)
+            ranges.append((first, end))
+            first = end
+        return ranges
+
+    def emissions(self, windows: Sequence[Sequence[str]]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Emission scores (windows, words, labels) and the word mask of a batch of word lists
+        (graph kept: training calls this too)."""
+        encoded = self.tokenizer([list(words) for words in windows], is_split_into_words=True, truncation=True,
+                                 max_length=self.settings.max_length, padding=True, return_tensors="pt")
+        longest = max(len(words) for words in windows)
+        mask = torch.arange(longest).unsqueeze(0) < torch.tensor([len(words) for words in windows]).unsqueeze(1)
+        inputs = {key: value.to(self.device) for key, value in encoded.items()}
+        with torch.autocast(self.device.type, dtype=self._autocast or torch.float32, enabled=self._autocast is not None):
+            emissions = self.model(inputs, torch.tensor(first_pieces(encoded, longest), device=self.device))
+        return emissions, mask.to(self.device)
+
+    def save(self, directory: Path) -> None:
+        save_tagger(directory, self.tokenizer, self.model, self.settings)
+
+
+def first_pieces(encoded, words: int) -> list[list[int]]:
+    """Per row of a batch encoded with `is_split_into_words`, the position of each of its first
+    `words` words' first sub-token, skipping a bare word-start marker when the word has more
+    pieces; a word cut off by truncation (or padding) reads position 0, the first special token."""
+    found = []
+    for row in range(len(encoded["input_ids"])):
+        pieces, tokens = [0] * words, encoded.tokens(row)
+        for position, word in reversed(list(enumerate(encoded.word_ids(row)))):
+            if word is not None and (tokens[position].strip(_MARKERS) or not pieces[word]):
+                pieces[word] = position
+        found.append(pieces)
+    return found
+
+
+def save_tagger(directory: Path, tokenizer, model: NerTagger, settings: NerSettings) -> None:
+    """Write a detector directory (`NerDetector` loads it)."""
+    from safetensors.torch import save_file
+
+    model.encoder.save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    save_file({name: value.contiguous() for name, value in model.head_state().items()}, directory / HEAD_FILE)
+    (directory / SETTINGS_FILE).write_text(json.dumps(asdict(settings), indent=2), encoding="utf-8")
+
+
+def _native_bf16() -> bool:
+    from babelink.encoders.transformer import _cpu_has_native_bf16
+
+    return _cpu_has_native_bf16()

@@ -1,0 +1,59 @@
+"""Bounded worker pool: model work runs off the event loop, and admission is capped so load
+degrades into immediate 429s and 503s instead of a growing backlog."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+class Overloaded(Exception):
+    """`capacity` requests are already admitted."""
+
+
+class TimedOut(Exception):
+    """The work did not finish within the timeout (queueing included)."""
+
+
+class WorkerPool:
+    """Runs calls in `workers` threads, admitting at most `capacity` at once. A timed-out call
+    keeps its slot until its thread actually finishes (or it is cancelled before starting), so
+    abandoned work still counts against the cap."""
+
+    def __init__(self, workers: int, capacity: int, timeout: float):
+        if workers < 1 or capacity < 1 or timeout <= 0:
+            raise ValueError("workers and capacity must be at least 1, timeout positive")
+        self.capacity = capacity
+        self.timeout = timeout
+        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="babelink-worker")
+        self._lock = threading.Lock()
+        self._admitted = 0
+
+    @property
+    def admitted(self) -> int:
+        return self._admitted
+
+    async def run(self, function: Callable[..., T], *args) -> T:
+        with self._lock:
+            if self._admitted >= self.capacity:
+                raise Overloaded(f"{self.capacity} requests already in progress")
+            self._admitted += 1
+        future = self._executor.submit(function, *args)
+        future.add_done_callback(self._release)
+        try:
+            return await asyncio.wait_for(asyncio.wrap_future(future), self.timeout)
+        except TimeoutError:
+            future.cancel()
+            raise TimedOut(f"no answer within {self.timeout:g} s") from None
+
+    def shutdown(self) -> None:
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    def _release(self, _: Future) -> None:
+        with self._lock:
+            self._admitted -= 1

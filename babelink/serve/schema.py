@@ -1,0 +1,110 @@
+"""Request and response bodies of the REST API. Responses are the CLI's JSON objects
+(`normalize_record`, `LinkedDocument.to_dict`); these models document them in the OpenAPI schema."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
+
+#: Candidates per mention a request may ask for: the generators search 4× as many name strings.
+MAX_TOP_K = 100
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class NormalizeRequest(_Strict):
+    mentions: list[str] = Field(description="Mention strings, in any language.")
+    top_k: int = Field(5, ge=1, le=MAX_TOP_K, description="Concepts per mention.")
+
+
+class CandidateOut(BaseModel):
+    id: str = Field(description="Concept ID (the CUI for UMLS).")
+    name: str = Field(description="The concept's preferred name.")
+    matched_name: str = Field(description="The KB name that matched.")
+    score: float
+    index: str | None = Field(None, description='"spans" when found in the labeled-span index; absent otherwise.')
+    sparse_score: float | None = Field(None, description="Hybrid bundles: the TF-IDF cosine.")
+    dense_score: float | None = Field(None, description="Hybrid bundles: the encoder cosine.")
+
+
+class NormalizeResult(BaseModel):
+    mention: str
+    candidates: list[CandidateOut] = Field(description="Best first.")
+
+
+class NormalizeResponse(BaseModel):
+    results: list[NormalizeResult] = Field(description="One per mention, in request order.")
+
+
+class LinkText(_Strict):
+    text: str
+    lang: str | None = Field(None, max_length=16, description="ISO 639-1 code; guessed from the text when omitted.")
+
+
+class LinkDocument(LinkText):
+    id: str = Field(max_length=1000)
+
+
+class LinkBatch(_Strict):
+    documents: list[LinkDocument]
+
+
+def _link_shape(body: object) -> str:
+    return "batch" if isinstance(body, dict) and "documents" in body else "text"
+
+
+#: One text, or a batch of documents; told apart by a `documents` key so that a malformed body
+#: is reported against the shape it was meant to have, not against both.
+LinkRequest = Annotated[Annotated[LinkText, Tag("text")] | Annotated[LinkBatch, Tag("batch")],
+                        Discriminator(_link_shape)]
+
+
+class MentionOut(BaseModel):
+    start: int = Field(description="Offset of the first character (a Unicode code point, as in Python).")
+    end: int = Field(description="Offset after the last character.")
+    text: str = Field(description="text[start:end]")
+    concept: str
+    name: str
+    score: float
+    matched_name: str
+    detector: str
+    searched: str | None = Field(None, description="The string searched when not `text` (an abbreviation's long form).")
+    filter_score: float | None = Field(None, description="The contextual filter's probability, with a filter.")
+
+
+class LinkedDocumentOut(BaseModel):
+    id: str
+    mentions: list[MentionOut]
+
+
+class LinkBatchResponse(BaseModel):
+    documents: list[LinkedDocumentOut] = Field(description="One per document, in request order.")
+
+
+class ErrorOut(BaseModel):
+    error: str
+    detail: object = Field(description="A message, or for a malformed request the list of problems.")
+
+
+class BundleSummary(BaseModel):
+    path: str
+    retriever: str
+    format_version: int
+    created: str | None
+    kb: dict[str, int] = Field(description="Counts: concepts, names, strings.")
+    languages: dict[str, int] = Field(description="Names per language.")
+    encoder: str | None = Field(description="The encoder: bundled default or checkpoint path; none for a sparse bundle.")
+    spans: bool = Field(description="Whether the bundle has a labeled-span index.")
+
+
+class HealthResponse(BaseModel):
+    status: str
+    bundle: BundleSummary
+    model: str = Field(description="What ranks candidates: the retriever and its encoder.")
+    context_filter: str | None
+    kb_size: int = Field(description="Concepts in the KB.")
+    admitted: int = Field(description="Requests in progress now (running or queued).")
+    limits: dict[str, int | float]

@@ -1,0 +1,250 @@
+"""End-to-end linking benchmark: detected spans + concepts against gold, strict and partial P/R/F1.
+
+    python benchmarks/end_to_end.py [--data ../shared/data] [--no-write]
+        [--sets ncbi bc5cdr mantra] [--dft-ratios 0.2] [--filter-minutes 20] [--tune]
+
+Systems, all on span enumeration (k = 3 words, KB-protected stop words, 000 §4.2):
+- **sparse baseline**: the char n-gram TF-IDF matcher alone, no labeled spans, no filter (the
+  issue's baseline); its link threshold is chosen on dev like the others'.
+- **hybrid + spans**: the default linker: TF-IDF high-recall matcher, hybrid ranking behind the
+  labeled-span index built from R% of the training documents (DFT split, 000 §4.5).
+- **hybrid + spans + filter**: the same with the contextual filter (000 §4.4) trained on the other
+  (1 − R) of the training documents, its keep-threshold tuned on dev.
+
+Thresholds (recall, link, overlap policy) are chosen on the dev split only (`--tune` prints the
+grid); Mantra GSC has no training split and is linked with the open-umls bundle and the
+defaults. NCBI-disease and BC5CDR use CTD MEDIC; BC5CDR gold is its Disease mentions. Gold
+mentions whose ids are not in the KB are dropped (in-KB gold); every system runs in its own
+process so that documents/s and peak RSS are its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import multiprocessing
+import resource
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from report import arguments, cached_bundle, commit, machine, publish
+
+from babelink.batching import batched
+from babelink.detect.overlaps import OVERLAP_POLICIES, resolve_overlaps
+from babelink.eval.metrics import span_scores
+from babelink.formats import read_documents
+from babelink.formats.document import Document
+from babelink.kb.default import default_cache_dir
+from babelink.link import annotations
+from babelink.link.bundle import DEFAULT_SWITCH_THRESHOLD, build_bundle, load_bundle
+from babelink.link.candidates import SparseGenerator
+from babelink.link.documents import LinkParams
+from babelink.link.pipeline import Linker
+from babelink.link.rerank import ContextFilter
+from babelink.train import crossencoder
+
+RECALL_GRID = (0.3, 0.4, 0.5, 0.6, 0.7)
+LINK_GRID = (0.80, 0.85, 0.88, 0.90, 0.92, 0.94, 0.96, 0.98)
+SPARSE_LINK_GRID = (0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
+BATCH = 16
+
+
+@dataclass(frozen=True)
+class Corpus:
+    name: str
+    kb: str
+    test: tuple[str, ...]
+    train: str | None = None
+    dev: str | None = None
+    types: tuple[str, ...] | None = None
+    lang: str | None = None
+
+
+CORPORA = {
+    "ncbi": Corpus("NCBI-disease", "ctd-medic", ("ncbi_disease/NCBItestset_corpus.txt",),
+                   "ncbi_disease/NCBItrainset_corpus.txt", "ncbi_disease/NCBIdevelopset_corpus.txt", lang="en"),
+    "bc5cdr": Corpus("BC5CDR-Disease", "ctd-medic", ("bc5cdr/CDR_TestSet.PubTator.txt",),
+                     "bc5cdr/CDR_TrainingSet.PubTator.txt", "bc5cdr/CDR_DevelopmentSet.PubTator.txt", ("Disease",), "en"),
+    **{f"mantra-{lang}": Corpus(f"Mantra GSC {lang}", "open-umls", (f"mantra_gsc/Mantra-GSC/{folder}",), lang=lang)
+       for folder, lang in (("English", "en"), ("Spanish", "es"), ("French", "fr"))},
+}
+
+
+def documents(data: Path, corpus: Corpus, split: str) -> list[Document]:
+    """The split's documents, annotations restricted to the corpus's entity types."""
+    paths = corpus.test if split == "test" else (getattr(corpus, split),)
+    found = []
+    for path in paths:
+        for document in read_documents(data / "bench" / path):
+            kept = tuple(a for a in document.annotations if corpus.types is None or a.type in corpus.types)
+            found.append(replace(document, annotations=kept, lang=document.lang or corpus.lang))
+    return found
+
+
+def gold(docs: list[Document], kb) -> list[tuple]:
+    resolved = crossencoder.gold_mentions(docs, annotations.gold_resolver(kb))
+    return [(doc_id, start, end, ids) for (doc_id, start, end), ids in resolved.items()]
+
+
+def with_spans(bundle, train_docs: list[Document], scratch: Path):
+    """`bundle` behind a labeled-span index of `train_docs` (built here: seconds)."""
+    spans = annotations.span_kb(annotations.mention_pairs(train_docs, bundle.kb), bundle.kb)
+    spans_bundle = load_bundle(build_bundle(spans, scratch / "spans", retriever=bundle.retriever,
+                                            encoder=bundle.manifest["dense"]["encoder"]["name"]))
+    manifest = {**bundle.manifest, "spans": {**spans_bundle.manifest["kb"], "switch_threshold": DEFAULT_SWITCH_THRESHOLD}}
+    return replace(bundle, spans=spans_bundle, manifest=manifest)
+
+
+def split_train(data: Path, corpus: Corpus, ratio: float) -> tuple[list[Document], list[Document]]:
+    return annotations.dft_split(documents(data, corpus, "train"), ratio, seed=0)
+
+
+def make_linker(data: Path, corpus: Corpus, system: str, ratio: float, params: LinkParams, scratch: Path,
+                filter_dir: str | None = None) -> Linker:
+    bundle = load_bundle(cached_bundle(data, corpus.kb))
+    if system == "sparse baseline":
+        sparse = SparseGenerator(bundle.kb, bundle.names, bundle.sparse)
+        linker = Linker(bundle, sparse, link_params=params)
+        linker.document_linker.recall = sparse
+        return linker
+    if corpus.train is not None and ratio > 0:
+        bundle = with_spans(bundle, split_train(data, corpus, ratio)[0], scratch)
+    return Linker(bundle, link_params=params, context_filter=ContextFilter(filter_dir) if filter_dir else None)
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def tune_step(data: str, corpus_key: str, system: str, ratio: float) -> dict:
+    """Dev F1 of every (recall, link, overlap) triple, from one permissive pass."""
+    corpus = CORPORA[corpus_key]
+    sparse = system == "sparse baseline"
+    permissive = LinkParams(recall_threshold=min(RECALL_GRID), link_threshold=min(SPARSE_LINK_GRID if sparse else LINK_GRID))
+    with tempfile.TemporaryDirectory() as scratch:
+        linker = make_linker(Path(data), corpus, system, ratio, permissive, Path(scratch))
+        dev = documents(Path(data), corpus, "dev")
+        proposals = crossencoder.propose(linker.document_linker, dev)
+        gold_items = gold(dev, linker.bundle.kb)
+    grid = {}
+    for recall in ([min(RECALL_GRID)] if sparse else RECALL_GRID):
+        for link in SPARSE_LINK_GRID if sparse else LINK_GRID:
+            for overlap in OVERLAP_POLICIES:
+                predicted = [(d.id, p.start, p.end, p.candidates[0].concept_id) for d, found in zip(dev, proposals)
+                             for p in resolve_overlaps([p for p in found if p.score >= link and (p.recall_score is None or p.recall_score >= recall)],
+                                                       overlap)]
+                grid[f"{recall}|{link}|{overlap}"] = span_scores(predicted, gold_items)["strict"]["f1"]
+    return grid
+
+
+def filter_step(data: str, corpus_key: str, ratio: float, params: dict, minutes: float) -> str:
+    """Train (or reuse) the filter on the training documents the span index did not take, and
+    tune its threshold on dev; returns its directory."""
+    corpus = CORPORA[corpus_key]
+    key = hashlib.sha256(json.dumps([commit().removesuffix("+dirty"), corpus_key, ratio, params, minutes]).encode()).hexdigest()[:12]
+    out = default_cache_dir() / "benchmark-filters" / f"{corpus_key}-{key}"
+    if (out / "babelink_filter.json").is_file():
+        return str(out)
+    with tempfile.TemporaryDirectory() as scratch:
+        linker = make_linker(Path(data), corpus, "hybrid + spans", ratio, LinkParams(**params), Path(scratch))
+        rest = split_train(Path(data), corpus, ratio)[1]
+        resolve = annotations.gold_resolver(linker.bundle.kb)
+        config = crossencoder.FilterTrainingConfig(max_minutes=minutes, epochs=1)
+        examples = crossencoder.filter_examples(linker.document_linker, rest, resolve, config.window)
+        balanced = crossencoder.balance(examples, config.max_negatives_per_positive, config.seed)
+        print(f"{corpus_key}: filter on {len(rest)} documents, {len(examples)} proposals, "
+              f"{sum(e.label for e in examples)} relevant, {len(balanced)} trained on", file=sys.stderr)
+        trained = crossencoder.train_filter(linker.bundle.encoder().path, balanced, out, config)
+        linker.document_linker.context_filter = trained
+        threshold, f1 = crossencoder.tune_threshold(linker.document_linker, documents(Path(data), corpus, "dev"), resolve)
+        trained.save_settings(replace(trained.settings, threshold=threshold))
+        print(f"{corpus_key}: filter threshold {threshold} (dev strict F1 {f1[threshold]:.4f})", file=sys.stderr)
+    return str(out)
+
+
+def run_step(data: str, corpus_key: str, system: str, ratio: float, params: dict, filter_dir: str | None) -> dict:
+    corpus = CORPORA[corpus_key]
+    with tempfile.TemporaryDirectory() as scratch:
+        linker = make_linker(Path(data), corpus, system, ratio, LinkParams(**params), Path(scratch), filter_dir)
+        test = documents(Path(data), corpus, "test")
+        linker.link("warm-up text with asthma")
+        started = time.perf_counter()
+        predicted = [(document.id, m.start, m.end, m.concept.concept_id)
+                     for batch in batched(test, BATCH)
+                     for document in linker.link_documents([(d.id, d.text, d.lang) for d in batch])
+                     for m in document.mentions]
+        seconds = time.perf_counter() - started
+        scores = span_scores(predicted, gold(test, linker.bundle.kb))
+    return {"scores": scores, "documents": len(test), "docs_per_s": len(test) / seconds, "rss_mb": _peak_rss_mb(),
+            "characters": sum(len(d.text) for d in test)}
+
+
+def _in_child(function, *args):
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        return pool.apply(function, args)
+
+
+def best_params(grids: list[dict]) -> tuple[dict, float]:
+    """The grid point with the best mean dev F1 over the tuned corpora."""
+    mean = {point: sum(grid[point] for grid in grids) / len(grids) for point in grids[0]}
+    point = max(mean, key=mean.get)
+    recall, link, overlap = point.split("|")
+    return {"recall_threshold": float(recall), "link_threshold": float(link), "overlap": overlap}, mean[point]
+
+
+def report(runs: list[tuple], tuned: dict, filters: dict) -> str:
+    lines = [f"## {time.strftime('%Y-%m-%d')} — end-to-end linking (commit `{commit()}`)", "",
+             f"Command: `python benchmarks/end_to_end.py {' '.join(sys.argv[1:])}` · machine: {machine()}", "",
+             "Thresholds chosen on dev (mean strict F1 of NCBI-disease and BC5CDR dev):", ""]
+    lines += [f"- {system}: {params} (dev mean F1 {f1:.3f})" for system, (params, f1) in tuned.items()]
+    lines += [f"- filter of {corpus} (R = {ratio:.0%}): `{path}`" for (corpus, ratio), path in filters.items()]
+    lines += ["", ("| corpus | system | R | strict P | strict R | strict F1 | partial P | partial R | partial F1 | "
+              "gold | docs/s | peak RSS MB |"), "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for corpus_key, system, ratio, result in runs:
+        s, p = result["scores"]["strict"], result["scores"]["partial"]
+        lines.append(f"| {CORPORA[corpus_key].name} | {system} | {ratio:.0%} | {s['precision']:.3f} | {s['recall']:.3f} | "
+                     f"**{s['f1']:.3f}** | {p['precision']:.3f} | {p['recall']:.3f} | {p['f1']:.3f} | {s['gold']:,} | "
+                     f"{result['docs_per_s']:.1f} | {result['rss_mb']:.0f} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sets", nargs="+", default=["ncbi", "bc5cdr", "mantra-en", "mantra-es", "mantra-fr"],
+                        choices=list(CORPORA))
+    parser.add_argument("--dft-ratios", nargs="+", type=float, default=[0.2])
+    parser.add_argument("--filter-minutes", type=float, default=20.0)
+    parser.add_argument("--no-filter", action="store_true")
+    parser.add_argument("--tune", action="store_true", help="print the dev grids too")
+    args = arguments(parser.description, parser)
+    data = str(args.data)
+    tuning_sets = [key for key in args.sets if CORPORA[key].dev]
+    tuned = {}
+    for system in ("sparse baseline", "hybrid + spans"):
+        grids = [_in_child(tune_step, data, key, system, args.dft_ratios[0]) for key in tuning_sets]
+        tuned[system] = best_params(grids)
+        if args.tune:
+            print(system, json.dumps(dict(zip(tuning_sets, grids)), indent=1), file=sys.stderr)
+        print(f"tuned {system}: {tuned[system]}", file=sys.stderr)
+    runs, filters = [], {}
+    for key in args.sets:
+        for system in ("sparse baseline", "hybrid + spans"):
+            for ratio in args.dft_ratios if system != "sparse baseline" and CORPORA[key].train else [0.0]:
+                runs.append((key, system, ratio, _in_child(run_step, data, key, system, ratio, tuned[system][0], None)))
+                print(f"ran {key} / {system} / {ratio}: {runs[-1][3]['scores']['strict']}", file=sys.stderr)
+        if args.no_filter or not CORPORA[key].train:
+            continue
+        for ratio in args.dft_ratios:
+            filters[key, ratio] = _in_child(filter_step, data, key, ratio, tuned["hybrid + spans"][0], args.filter_minutes)
+            runs.append((key, "hybrid + spans + filter", ratio,
+                         _in_child(run_step, data, key, "hybrid + spans", ratio, tuned["hybrid + spans"][0], filters[key, ratio])))
+            print(f"ran {key} / filter / {ratio}: {runs[-1][3]['scores']['strict']}", file=sys.stderr)
+    publish(report(runs, tuned, filters), write=not args.no_write)
+
+
+if __name__ == "__main__":
+    main()
