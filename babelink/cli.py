@@ -237,7 +237,7 @@ def link(
     documents = ([Document(str(number), text) for number, text in enumerate(texts, start=1)] if texts
                  else read_input_documents(input_path))
     if engine is Engine.ray:
-        from babelink.batch_ray import link_with_ray
+        from babelink.corpus.ray_engine import link_with_ray
 
         results = link_with_ray(documents, done, bundle=bundle, context_filter=context_filter, lang=lang,
                                 candidates=candidates, batch_size=batch_size, workers=ray_workers, address=ray_address)
@@ -257,7 +257,7 @@ def link(
 def _link_locally(documents, skip: set[str], bundle: Path | None, context_filter: Path | None, lang: str | None,
                   candidates: bool, batch_size: int, ner: Path | None = None):
     """Linked results of the documents not in `skip`; the linker loads now, documents link lazily."""
-    from babelink.batch import Linked
+    from babelink.corpus.resume import Linked
     from babelink.detect.ner import NerDetector
     from babelink.link.pipeline import Linker
     from babelink.link.rerank import ContextFilter

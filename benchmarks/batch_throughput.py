@@ -24,8 +24,8 @@ from pathlib import Path
 
 from report import arguments, commit, machine, publish
 
-from babelink.batch import Linked
-from babelink.batch_ray import link_with_ray
+from babelink.corpus.ray_engine import link_with_ray
+from babelink.corpus.resume import Linked
 from babelink.formats.pubtator import iter_pubtator
 from babelink.link.bundle import read_manifest
 from babelink.link.pipeline import Linker

@@ -11,7 +11,7 @@ import time
 import pytest
 from test_cli import babelink
 
-from babelink.batch import resume_jsonl
+from babelink.corpus.resume import resume_jsonl
 from babelink.kb.base import KnowledgeBaseBuilder
 from babelink.link.bundle import build_bundle
 

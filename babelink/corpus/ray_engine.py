@@ -17,8 +17,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from babelink.batch import Linked
 from babelink.batching import batched
+from babelink.corpus.resume import Linked
 from babelink.errors import BabelinkError, InvalidInputError
 from babelink.formats.document import Document
 

@@ -1,0 +1,1 @@
+"""Corpus-scale linking: resumable output and the Ray engine."""
