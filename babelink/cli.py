@@ -218,7 +218,7 @@ def link(
 ) -> None:
     """Detect and link the concept mentions of whole texts (any language). JSONL to a file and
     brat output resume: rerun after a kill and the documents already written are skipped."""
-    from babelink import batch
+    from babelink.corpus import resume
     from babelink.formats.document import Document
     from babelink.formats.inputs import read_input_documents
 
@@ -230,7 +230,7 @@ def link(
         raise InvalidInputError("--output must not be the --input file")
     if ner is not None and engine is Engine.ray:
         raise InvalidInputError("--ner runs with --engine local only")
-    done = batch.completed_ids(output, output_format.value, overwrite)
+    done = resume.completed_ids(output, output_format.value, overwrite)
     if done:
         typer.echo(f"resuming {output}: skipping {len(done):,} documents already linked (--overwrite to start over)",
                    err=True)
@@ -246,9 +246,9 @@ def link(
     with _progress_counter("linking", skipped=len(done)) as advance:
         counted = (advance(result) for result in results)
         if output_format is LinkFormat.brat:
-            batch.write_brat_each(counted, Path(output))
+            resume.write_brat_each(counted, Path(output))
         elif output_format is LinkFormat.jsonl and output != "-":
-            batch.append_jsonl(counted, Path(output), overwrite)
+            resume.append_jsonl(counted, Path(output), overwrite)
         else:
             with _open_output(output) as out:
                 _write_linked(counted, output_format, out)
