@@ -44,3 +44,21 @@ def tiny_encoder_dir(tmp_path_factory) -> Path:
                         intermediate_size=64, max_position_embeddings=64)
     BertModel(config, add_pooling_layer=False).save_pretrained(path)
     return path
+
+
+@pytest.fixture(scope="session")
+def contextual_encoder_dir(tiny_encoder_dir, tmp_path_factory) -> Path:
+    """The tiny BERT re-initialised with larger weights, for training tests: at BERT's usual 0.02
+    a 2-layer random model's states hardly depend on the input, and nothing could be learned."""
+    import shutil
+
+    import torch
+    from transformers import BertConfig, BertModel
+
+    path = tmp_path_factory.mktemp("contextual-bert")
+    shutil.copytree(tiny_encoder_dir, path, dirs_exist_ok=True)
+    config = BertConfig.from_pretrained(path)
+    config.initializer_range = 0.2
+    torch.manual_seed(0)
+    BertModel(config, add_pooling_layer=False).save_pretrained(path)
+    return path

@@ -61,24 +61,6 @@ def test_balance_subsamples_negatives_reproducibly():
     assert crossencoder.balance(examples, None, seed=0) == examples
 
 
-@pytest.fixture(scope="module")
-def contextual_encoder_dir(tiny_encoder_dir, tmp_path_factory):
-    """The tiny BERT re-initialised with larger weights: at BERT's usual 0.02 a 2-layer random
-    model's [CLS] state hardly depends on the input, and nothing could be learned from it."""
-    import shutil
-
-    import torch
-    from transformers import BertConfig, BertModel
-
-    path = tmp_path_factory.mktemp("contextual-bert")
-    shutil.copytree(tiny_encoder_dir, path, dirs_exist_ok=True)
-    config = BertConfig.from_pretrained(path)
-    config.initializer_range = 0.2
-    torch.manual_seed(0)
-    BertModel(config, add_pooling_layer=False).save_pretrained(path)
-    return path
-
-
 def test_train_filter_learns_from_the_proposals(linker, contextual_encoder_dir, tmp_path):
     examples = crossencoder.filter_examples(linker.document_linker, DOCUMENTS, lambda c: c, window=1)
     config = crossencoder.FilterTrainingConfig(window=1, epochs=30, batch_size=8, learning_rate=1e-3,

@@ -108,23 +108,6 @@ def test_first_pieces_skip_a_bare_sentencepiece_marker():
     assert first_pieces(encoded, 2) == [[2, 3], [1, 0]]
 
 
-@pytest.fixture(scope="module")
-def contextual_encoder_dir(tiny_encoder_dir, tmp_path_factory):
-    """The tiny BERT with larger initial weights (see tests/test_filter.py): at BERT's usual
-    0.02 a 2-layer random model's states hardly depend on the input."""
-    import shutil
-
-    from transformers import BertConfig, BertModel
-
-    path = tmp_path_factory.mktemp("contextual-bert")
-    shutil.copytree(tiny_encoder_dir, path, dirs_exist_ok=True)
-    config = BertConfig.from_pretrained(path)
-    config.initializer_range = 0.2
-    torch.manual_seed(0)
-    BertModel(config, add_pooling_layer=False).save_pretrained(path)
-    return path
-
-
 TRAINING = [
     _document("1", "The patient had asthma.", "asthma"),
     _document("2", "A child with fever was seen.", "fever"),

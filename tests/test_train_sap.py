@@ -83,11 +83,11 @@ def test_frozen_embeddings_stay_put_and_resume_needs_the_same_data(tiny_encoder_
 
 
 def test_evaluation_keeps_the_best_checkpoint(tiny_encoder_dir, tmp_path):
-    scores = iter([0.5, 0.9, 0.7])
+    scores = iter([0.4, 0.5, 0.9, 0.7])
     config = SapConfig(learning_rate=1e-3, batch_pairs=8, max_steps=15, epochs=20)
     trainer = SapTrainer(tiny_encoder_dir, PAIRS, tmp_path / "out", config, SETTINGS)
     out = trainer.train(evaluate=lambda encoder: next(scores), eval_every=5)
-    assert trainer.state.evaluations == [(5, 0.5), (10, 0.9), (15, 0.7)]
+    assert trainer.state.evaluations == [(0, 0.4), (5, 0.5), (10, 0.9), (15, 0.7)], "the starting point is scored too"
     assert json.loads((out / "sap_config.json").read_text())["steps"] == 10
     best = _weights(out / "best")
     for name, tensor in _weights(out).items():

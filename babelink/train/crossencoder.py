@@ -14,12 +14,10 @@ from __future__ import annotations
 
 import json
 import random
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from babelink.batching import batched
@@ -29,7 +27,7 @@ from babelink.formats.document import Document
 from babelink.fsutil import write_directory
 from babelink.link.documents import DocumentLinker, Proposal
 from babelink.link.rerank import SETTINGS_FILE, ContextFilter, FilterSettings, filter_window
-from babelink.train.optim import adamw_with_linear_schedule
+from babelink.train.optim import train_epochs
 
 #: Documents proposed at once when collecting examples.
 _PROPOSE_BATCH = 16
@@ -126,30 +124,14 @@ def _fit(context_filter: ContextFilter, examples: Sequence[FilterExample], confi
         model.get_input_embeddings().weight.requires_grad_(False)
     encoded = context_filter.tokenizer([e.window for e in examples], [e.concept_name for e in examples],
                                        truncation=True, max_length=config.max_length)["input_ids"]
-    labels = torch.tensor([e.label for e in examples], dtype=torch.float32)
-    steps_per_epoch = -(-len(examples) // config.batch_size)
-    total = config.epochs * steps_per_epoch
-    optimizer, scheduler = adamw_with_linear_schedule(model, config.learning_rate, config.weight_decay, total,
-                                                      config.warmup_ratio)
-    started, step = time.monotonic(), 0
-    model.train()
-    for epoch in range(config.epochs):
-        order = np.random.default_rng([config.seed, epoch]).permutation(len(examples))
-        for batch in batched(order.tolist(), config.batch_size):
-            logits = context_filter.relevance_logits([encoded[i] for i in batch]).float()
-            loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, labels[batch].to(logits.device))
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            scheduler.step()
-            step += 1
-            if progress:
-                progress(step, total, float(loss.detach()))
-            if config.max_minutes is not None and time.monotonic() - started > 60 * config.max_minutes:
-                model.eval()
-                return
-    model.eval()
+    items = [(ids, float(e.label)) for ids, e in zip(encoded, examples)]
+
+    def loss_of(batch: list) -> torch.Tensor:
+        logits = context_filter.relevance_logits([ids for ids, _ in batch]).float()
+        labels = torch.tensor([label for _, label in batch], device=logits.device)
+        return torch.nn.functional.binary_cross_entropy_with_logits(logits, labels)
+
+    train_epochs(model, items, loss_of, config, progress)
 
 
 def _save(context_filter: ContextFilter, directory: Path) -> None:

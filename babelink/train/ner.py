@@ -12,13 +12,11 @@ nothing is frozen unless asked; the loss is 002 eq. 1, cross-entropy of the emis
 
 from __future__ import annotations
 
-import time
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from babelink.batching import batched
@@ -29,7 +27,7 @@ from babelink.errors import InvalidInputError
 from babelink.eval.metrics import span_scores
 from babelink.formats.document import Annotation, Document
 from babelink.fsutil import write_directory
-from babelink.train.optim import adamw_with_linear_schedule
+from babelink.train.optim import train_epochs
 
 #: The type of annotations whose reader gives none.
 UNTYPED = "Mention"
@@ -124,31 +122,15 @@ def _fit(detector: NerDetector, training: Sequence[NerExample], config: NerTrain
     model = detector.model
     if config.freeze_embeddings:
         model.encoder.get_input_embeddings().weight.requires_grad_(False)
-    total = config.epochs * -(-len(training) // config.batch_size)
-    optimizer, scheduler = adamw_with_linear_schedule(model, config.learning_rate, config.weight_decay, total,
-                                                      config.warmup_ratio)
-    started, step = time.monotonic(), 0
-    model.train()
-    for epoch in range(config.epochs):
-        order = np.random.default_rng([config.seed, epoch]).permutation(len(training))
-        for batch in batched([training[i] for i in order], config.batch_size):
-            emissions, mask = detector.emissions([example.words for example in batch])
-            tags = torch.zeros(mask.shape, dtype=torch.long, device=mask.device)
-            for row, example in enumerate(batch):
-                tags[row, : len(example.tags)] = torch.tensor(example.tags)
-            loss = ner_loss(model, emissions, tags, mask, config.crf_weight)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            scheduler.step()
-            step += 1
-            if progress:
-                progress(step, total, float(loss.detach()))
-            if config.max_minutes is not None and time.monotonic() - started > 60 * config.max_minutes:
-                model.eval()
-                return
-    model.eval()
+
+    def loss_of(batch: list[NerExample]) -> torch.Tensor:
+        emissions, mask = detector.emissions([example.words for example in batch])
+        tags = torch.zeros(mask.shape, dtype=torch.long, device=mask.device)
+        for row, example in enumerate(batch):
+            tags[row, : len(example.tags)] = torch.tensor(example.tags)
+        return ner_loss(model, emissions, tags, mask, config.crf_weight)
+
+    train_epochs(model, training, loss_of, config, progress)
 
 
 def evaluate_ner(detector: MentionDetector, documents: Iterable[Document], types: Collection[str] | None = None) -> dict:

@@ -132,11 +132,14 @@ class SapTrainer:
     ) -> Path:
         """Train until the epochs, `max_steps` or `max_minutes` run out; returns `out`.
 
-        With `evaluate` (encoder → dev score, higher is better), the encoder is scored every
-        `eval_every` steps and at the end, and `out/` receives the best-scoring weights.
+        With `evaluate` (encoder → dev score, higher is better), the encoder is scored before the
+        first step, every `eval_every` steps and at the end, and `out/` receives the best-scoring
+        weights (the starting checkpoint's, when training never beat it).
         """
         config, state = self.config, self.state
         started = time.monotonic()
+        if evaluate and state.step == 0:  # the starting point's score: the baseline every later step must beat
+            self._evaluate(evaluate)
         self.model.train()
         while state.step < self.total_steps:
             order = self._epoch_order(state.epoch)
