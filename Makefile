@@ -1,4 +1,4 @@
-# Quick start: `make run` (normalise example mentions with the embedded default), `make test`.
+# Quick start: `make run` (normalise example mentions and link an example text with the embedded default), `make test`.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -13,6 +13,7 @@ $(BIN)/babelink: pyproject.toml
 
 run: $(BIN)/babelink
 	$(BIN)/babelink normalize "infarto de miocardio" "heart attack" "hypertension artérielle" "paracetamol" --top-k 3
+	$(BIN)/babelink link "El paciente tiene diabetes mellitus tipo 2 e hipertensión arterial."
 
 test: $(BIN)/babelink
 	$(BIN)/python -m pytest
