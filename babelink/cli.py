@@ -432,6 +432,7 @@ def train_filter(
     batch_size: Annotated[int, typer.Option("--batch-size", min=2)] = 32,
     learning_rate: Annotated[float, typer.Option("--lr")] = 2e-5,
     negatives: Annotated[float, typer.Option("--negatives-per-positive", min=0.1, help="Subsample the matcher's wrong proposals to at most this many per right one.")] = 4.0,
+    layers: Annotated[int | None, typer.Option("--layers", min=1, help="Keep only the encoder's first N transformer layers (faster on CPU).")] = None,
     max_minutes: Annotated[float | None, typer.Option("--max-minutes")] = None,
     seed: Annotated[int, typer.Option("--seed")] = 0,
 ) -> None:
@@ -447,7 +448,7 @@ def train_filter(
     documents = [document for document in read_documents(train) if document.id not in consumed]
     resolve = gold_resolver(linker.bundle.kb)
     config = crossencoder.FilterTrainingConfig(window=window, learning_rate=learning_rate, epochs=epochs,
-                                               batch_size=batch_size, max_negatives_per_positive=negatives,
+                                               batch_size=batch_size, max_negatives_per_positive=negatives, layers=layers,
                                                max_minutes=max_minutes, seed=seed)
     examples = crossencoder.filter_examples(linker.document_linker, documents, resolve, window)
     balanced = crossencoder.balance(examples, config.max_negatives_per_positive, seed)

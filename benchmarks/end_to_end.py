@@ -1,7 +1,7 @@
 """End-to-end linking benchmark: detected spans + concepts against gold, strict and partial P/R/F1.
 
     python benchmarks/end_to_end.py [--data ../shared/data] [--no-write]
-        [--sets ncbi bc5cdr mantra-en …] [--dft-ratios 0.2 …] [--filter-sets ncbi …] [--filter-minutes 20] [--tune]
+        [--sets ncbi bc5cdr mantra-en …] [--dft-ratios 0.2 …] [--filter-sets ncbi …] [--filter-minutes 20] [--filter-layers 6] [--tune]
 
 Systems, all on span enumeration (k = 3 words, KB-protected stop words, 000 §4.2):
 - **sparse baseline**: the char n-gram TF-IDF matcher alone, no labeled spans, no filter (the
@@ -141,11 +141,12 @@ def tune_step(data: str, corpus_key: str, system: str, ratio: float) -> dict:
     return grid
 
 
-def filter_step(data: str, corpus_key: str, ratio: float, params: dict, minutes: float) -> str:
+def filter_step(data: str, corpus_key: str, ratio: float, params: dict, minutes: float, layers: int | None) -> str:
     """Train (or reuse) the filter on the training documents the span index did not take, and
     tune its threshold on dev; returns its directory."""
     corpus = CORPORA[corpus_key]
-    key = hashlib.sha256(json.dumps([commit().removesuffix("+dirty"), corpus_key, ratio, params, minutes]).encode()).hexdigest()[:12]
+    key = hashlib.sha256(json.dumps([commit().removesuffix("+dirty"), corpus_key, ratio, params, minutes, layers]
+                                    ).encode()).hexdigest()[:12]
     out = default_cache_dir() / "benchmark-filters" / f"{corpus_key}-{key}"
     if (out / "babelink_filter.json").is_file():
         return str(out)
@@ -153,7 +154,7 @@ def filter_step(data: str, corpus_key: str, ratio: float, params: dict, minutes:
         linker = make_linker(Path(data), corpus, "hybrid + spans", ratio, LinkParams(**params), Path(scratch))
         rest = split_train(Path(data), corpus, ratio)[1]
         resolve = annotations.gold_resolver(linker.bundle.kb)
-        config = crossencoder.FilterTrainingConfig(max_minutes=minutes, epochs=1)
+        config = crossencoder.FilterTrainingConfig(max_minutes=minutes, epochs=1, layers=layers)
         examples = crossencoder.filter_examples(linker.document_linker, rest, resolve, config.window)
         balanced = crossencoder.balance(examples, config.max_negatives_per_positive, config.seed)
         print(f"{corpus_key}: filter on {len(rest)} documents, {len(examples)} proposals, "
@@ -218,6 +219,7 @@ def main() -> None:
                         choices=list(CORPORA))
     parser.add_argument("--dft-ratios", nargs="+", type=float, default=[0.2])
     parser.add_argument("--filter-minutes", type=float, default=20.0)
+    parser.add_argument("--filter-layers", type=int, default=None, help="train the filter on the encoder's first N layers")
     parser.add_argument("--filter-sets", nargs="*", default=None, choices=list(CORPORA),
                         help="corpora that get a trained filter (default: every one with a training split)")
     parser.add_argument("--tune", action="store_true", help="print the dev grids too")
@@ -240,7 +242,8 @@ def main() -> None:
         if not CORPORA[key].train or (args.filter_sets is not None and key not in args.filter_sets):
             continue
         for ratio in args.dft_ratios:
-            filters[key, ratio] = _in_child(filter_step, data, key, ratio, tuned["hybrid + spans"][0], args.filter_minutes)
+            filters[key, ratio] = _in_child(filter_step, data, key, ratio, tuned["hybrid + spans"][0], args.filter_minutes,
+                                            args.filter_layers)
             runs.append((key, "hybrid + spans + filter", ratio,
                          _in_child(run_step, data, key, "hybrid + spans", ratio, tuned["hybrid + spans"][0], filters[key, ratio])))
             print(f"ran {key} / filter / {ratio}: {runs[-1][3]['scores']['strict']}", file=sys.stderr)

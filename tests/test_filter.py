@@ -74,6 +74,9 @@ def test_train_filter_learns_from_the_proposals(linker, contextual_encoder_dir, 
     assert probabilities[labels == 1].mean() > probabilities[labels == 0].mean() + 0.1
     reloaded = ContextFilter(tmp_path / "filter")
     assert reloaded.settings.window == 1
+    truncated = crossencoder.train_filter(contextual_encoder_dir, examples, tmp_path / "one-layer",
+                                          crossencoder.FilterTrainingConfig(epochs=1, layers=1))
+    assert truncated.model.config.num_hidden_layers == 1 and len(truncated.model.bert.encoder.layer) == 1
     assert np.allclose(reloaded.probabilities(["had «asthma»"], ["asthma"]), trained.probabilities(["had «asthma»"], ["asthma"]))
 
 

@@ -45,6 +45,7 @@ class FilterTrainingConfig:
     warmup_ratio: float = 0.1
     max_negatives_per_positive: float | None = 4.0  # subsample the matcher's (many) wrong proposals
     freeze_embeddings: bool = True
+    layers: int | None = None  # keep only the encoder's first N layers: N/12 of the cost, for CPU budgets
     max_minutes: float | None = None
     seed: int = 0
 
@@ -107,7 +108,9 @@ def train_filter(init: str | Path, examples: Sequence[FilterExample], out: str |
     settings = FilterSettings(window=config.window, max_length=config.max_length)
 
     def initialise(staging: Path) -> None:
-        AutoModelForSequenceClassification.from_pretrained(init, num_labels=2, local_files_only=True).save_pretrained(staging)
+        layers = {} if config.layers is None else {"num_hidden_layers": config.layers}
+        AutoModelForSequenceClassification.from_pretrained(init, num_labels=2, local_files_only=True,
+                                                           **layers).save_pretrained(staging)
         AutoTokenizer.from_pretrained(init, local_files_only=True).save_pretrained(staging)
         (staging / SETTINGS_FILE).write_text(json.dumps(asdict(settings), indent=2), encoding="utf-8")
 
