@@ -107,10 +107,7 @@ def make_linker(data: Path, corpus: Corpus, system: str, ratio: float, params: L
                 filter_dir: str | None = None) -> Linker:
     bundle = load_bundle(cached_bundle(data, corpus.kb))
     if system == "sparse baseline":
-        sparse = SparseGenerator(bundle.kb, bundle.names, bundle.sparse)
-        linker = Linker(bundle, sparse, link_params=params)
-        linker.document_linker.recall = sparse
-        return linker
+        return Linker(bundle, SparseGenerator(bundle.kb, bundle.names, bundle.sparse), link_params=params)
     if corpus.train is not None and ratio > 0:
         bundle = with_spans(bundle, split_train(data, corpus, ratio)[0], scratch)
     return Linker(bundle, link_params=params, context_filter=ContextFilter(filter_dir) if filter_dir else None)
