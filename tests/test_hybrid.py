@@ -137,8 +137,10 @@ def test_dft_split_is_seeded_and_independent_of_order():
     assert dft_split(DOCUMENTS, 0.0)[0] == [] and len(dft_split(DOCUMENTS, 1.0)[0]) == 4
     with pytest.raises(BabelinkError, match="between 0 and 1"):
         dft_split(DOCUMENTS, 1.5)
-    with pytest.raises(BabelinkError, match="repeated ids"):
-        dft_split(DOCUMENTS + DOCUMENTS[:1], 0.5)
+    twice = DOCUMENTS[:1] * 2 + DOCUMENTS[1:]
+    for ratio in (0.25, 0.75):
+        chosen, rest = dft_split(twice, ratio, seed=1)
+        assert len(chosen) + len(rest) == 5 and not {d.id for d in chosen} & {d.id for d in rest}, "a repeated id stays on one side"
 
 
 def test_dft_adds_mentions_as_names_and_records_the_documents(kb, tmp_path):
