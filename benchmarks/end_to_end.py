@@ -48,7 +48,7 @@ from babelink.link.rerank import ContextFilter
 from babelink.train import crossencoder
 
 RECALL_GRID = (0.4, 0.5, 0.6, 0.7)
-LINK_GRID = (0.80, 0.85, 0.88, 0.90, 0.92, 0.94, 0.96, 0.98)
+LINK_GRID = (0.80, 0.85, 0.88, 0.90, 0.92, 0.94, 0.96, 0.98, 0.99, 0.995)
 SPARSE_LINK_GRID = (0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
 BATCH = 16
 
@@ -199,7 +199,10 @@ def report(runs: list[tuple], tuned: dict, filters: dict) -> str:
              f"Command: `python benchmarks/end_to_end.py {' '.join(sys.argv[1:])}` · machine: {machine()}", "",
              "Thresholds chosen on dev (mean strict F1 of NCBI-disease and BC5CDR dev):", ""]
     lines += [f"- {system}: {params} (dev mean F1 {f1:.3f})" for system, (params, f1) in tuned.items()]
-    lines += [f"- filter of {corpus} (R = {ratio:.0%}): `{path}`" for (corpus, ratio), path in filters.items()]
+    for (corpus, ratio), (path, link_threshold) in filters.items():
+        keep = json.loads((Path(path) / "babelink_filter.json").read_text())["threshold"]
+        lines.append(f"- filter of {corpus} (R = {ratio:.0%}): trained and applied on proposals at link threshold "
+                     f"{link_threshold}, keep-threshold {keep} (dev): `{path}`")
     lines += ["", ("| corpus | system | R | strict P | strict R | strict F1 | partial P | partial R | partial F1 | "
               "gold | docs/s | peak RSS MB |"), "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for corpus_key, system, ratio, result in runs:
@@ -217,6 +220,9 @@ def main() -> None:
     parser.add_argument("--dft-ratios", nargs="+", type=float, default=[0.2])
     parser.add_argument("--filter-minutes", type=float, default=20.0)
     parser.add_argument("--filter-layers", type=int, default=None, help="train the filter on the encoder's first N layers")
+    parser.add_argument("--filter-link-threshold", type=float, default=None,
+                        help="link threshold of the filtered system (default: the tuned unfiltered one): a lower one "
+                             "gives the filter more proposals to choose from")
     parser.add_argument("--filter-sets", nargs="*", default=None, choices=list(CORPORA),
                         help="corpora that get a trained filter (default: every one with a training split)")
     parser.add_argument("--tune", action="store_true", help="print the dev grids too")
@@ -238,11 +244,13 @@ def main() -> None:
                 print(f"ran {key} / {system} / {ratio}: {runs[-1][3]['scores']['strict']}", file=sys.stderr)
         if not CORPORA[key].train or (args.filter_sets is not None and key not in args.filter_sets):
             continue
+        filter_params = {**tuned["hybrid + spans"][0], **({} if args.filter_link_threshold is None
+                                                           else {"link_threshold": args.filter_link_threshold})}
         for ratio in args.dft_ratios:
-            filters[key, ratio] = _in_child(filter_step, data, key, ratio, tuned["hybrid + spans"][0], args.filter_minutes,
-                                            args.filter_layers)
+            path = _in_child(filter_step, data, key, ratio, filter_params, args.filter_minutes, args.filter_layers)
+            filters[key, ratio] = (path, filter_params["link_threshold"])
             runs.append((key, "hybrid + spans + filter", ratio,
-                         _in_child(run_step, data, key, "hybrid + spans", ratio, tuned["hybrid + spans"][0], filters[key, ratio])))
+                         _in_child(run_step, data, key, "hybrid + spans", ratio, filter_params, path)))
             print(f"ran {key} / filter / {ratio}: {runs[-1][3]['scores']['strict']}", file=sys.stderr)
     publish(report(runs, tuned, filters), write=not args.no_write)
 
