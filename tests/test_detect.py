@@ -37,11 +37,13 @@ def test_word_and_character_tokens():
 
 
 def test_punctuation_and_paragraphs_are_barriers():
-    text = "fever, cough\nsore throat\n\nhead ache"
+    text = "fever, cough\nsore throat\n\nhead  ache"
     tokens = tokenize(text)
     assert not joinable(text, tokens[0], tokens[1])  # comma
-    assert joinable(text, tokens[1], tokens[2])  # one line break
+    assert not joinable(text, tokens[1], tokens[2])  # line break
+    assert joinable(text, tokens[2], tokens[3])
     assert not joinable(text, tokens[3], tokens[4])  # paragraph break
+    assert joinable(text, tokens[4], tokens[5])  # spaces
     assert "fever cough" not in _texts(text)
 
 

@@ -42,7 +42,7 @@ def linker(tmp_path_factory):
     builder.add_name("C1", "cancer", preferred=True)
     builder.add_name("C2", "asthma", preferred=True)
     path = build_bundle(builder.build(), tmp_path_factory.mktemp("b") / "sparse", retriever="sparse")
-    return Linker.from_bundle(path, link_params=LinkParams(recall_threshold=0.5, link_threshold=0.8))
+    return Linker.from_bundle(path, link_params=LinkParams(recall_threshold=0.5, link_threshold=0.8, overlap="best"))
 
 
 def test_examples_label_the_matchers_proposals_against_gold(linker):

@@ -28,7 +28,7 @@ def linker(tmp_path_factory):
         for position, name in enumerate(names):
             builder.add_name(concept_id, name, preferred=position == 0)
     path = build_bundle(builder.build(), tmp_path_factory.mktemp("bundles") / "sparse", retriever="sparse")
-    return Linker.from_bundle(path, link_params=LinkParams(recall_threshold=0.5, link_threshold=0.8))
+    return Linker.from_bundle(path, link_params=LinkParams(recall_threshold=0.5, link_threshold=0.8, overlap="best"))
 
 
 def _found(document):

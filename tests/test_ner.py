@@ -195,7 +195,7 @@ def bundle(tmp_path_factory):
 
 def test_linker_links_detected_spans_and_splits_unlinked_ones(bundle):
     detector = FixedDetector("asthma and diabetes", "fever", "patient")
-    linker = Linker.from_bundle(bundle, link_params=LinkParams(link_threshold=0.8), detector=detector)
+    linker = Linker.from_bundle(bundle, link_params=LinkParams(link_threshold=0.8, overlap="best"), detector=detector)
     text = "The patient had fever, then asthma and diabetes."
     mentions = linker.link(text).mentions
     assert all(text[m.start : m.end] == m.text for m in mentions)
@@ -205,7 +205,7 @@ def test_linker_links_detected_spans_and_splits_unlinked_ones(bundle):
 
 
 def test_linker_with_the_trained_detector(bundle, trained):
-    linker = Linker.from_bundle(bundle, link_params=LinkParams(link_threshold=0.8), detector=trained[0])
+    linker = Linker.from_bundle(bundle, link_params=LinkParams(link_threshold=0.8, overlap="best"), detector=trained[0])
     text = "Her asthma got worse after the fever."
     document = linker.link(text)
     assert [(m.text, m.concept.concept_id, m.detector) for m in document.mentions] == [("asthma", "C1", "ner"),

@@ -39,7 +39,7 @@ def bundle_path(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def linker(bundle_path):
-    return Linker.from_bundle(bundle_path, link_params=LinkParams(recall_threshold=0.5, link_threshold=0.8))
+    return Linker.from_bundle(bundle_path, link_params=LinkParams(recall_threshold=0.5, link_threshold=0.8, overlap="best"))
 
 
 @pytest.fixture(scope="module")

@@ -51,8 +51,8 @@ def tokenize(text: str) -> list[Token]:
 
 
 def joinable(text: str, left: Token, right: Token) -> bool:
-    """Whether a mention may run from `left` into `right`: only spaces (at most one line
-    break) or nothing lie between them. Punctuation, paragraph breaks and sentence ends are
-    barriers no mention crosses."""
+    """Whether a mention may run from `left` into `right`: only spaces or nothing lie between
+    them. Punctuation, line breaks (a title and its abstract, list items, table rows) and
+    sentence ends are barriers no mention crosses."""
     gap = _FORMAT_CHARS.sub("", text[left.end : right.start])
-    return (gap == "" or gap.isspace()) and gap.count("\n") <= 1
+    return gap == "" or (gap.isspace() and "\n" not in gap and "\r" not in gap)

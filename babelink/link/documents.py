@@ -39,12 +39,15 @@ _SEGMENT_CUTS = tuple(re.compile(pattern) for pattern in (r"\n\s*\n", r"[.!?ã€‚ï
 
 @dataclass(frozen=True)
 class LinkParams:
-    """Defaults from train/dev tuning (BENCHMARKS.md, `benchmarks/end_to_end.py --tune`)."""
+    """Defaults: the best mean strict F1 of NCBI-disease and BC5CDR dev (`benchmarks/end_to_end.py
+    --tune`, BENCHMARKS.md) with the bundled encoder's hybrid ranking, no filter. The encoder's
+    cosines are high even for unrelated strings, hence the high link threshold; with a contextual
+    filter a lower one leaves the filter more to choose from."""
 
     spans: SpanParams = field(default_factory=SpanParams)
     recall_threshold: float = 0.5
-    link_threshold: float = 0.9
-    overlap: str = "best"
+    link_threshold: float = 0.98
+    overlap: str = "longest"
     top_k: int = 5
     resolve_abbreviations: bool = True
 
