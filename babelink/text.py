@@ -44,4 +44,8 @@ def check_mention(mention: object) -> str:
         )
     if not normalize_name(mention):
         raise InvalidInputError(f"mention {mention!r} is empty after normalisation")
+    try:
+        mention.encode("utf-8")
+    except UnicodeEncodeError as error:  # a lone surrogate, e.g. from a JSON "\ud800" escape
+        raise InvalidInputError(f"mention {mention!r} is not valid Unicode at character {error.start}") from None
     return mention

@@ -194,10 +194,11 @@ def best_params(grids: list[dict]) -> tuple[dict, float]:
     return {"recall_threshold": float(recall), "link_threshold": float(link), "overlap": overlap}, mean[point]
 
 
-def report(runs: list[tuple], tuned: dict, filters: dict) -> str:
+def report(runs: list[tuple], tuned: dict, filters: dict, tuning_sets: list[str]) -> str:
+    dev = " and ".join(f"{CORPORA[key].name} dev" for key in tuning_sets)
     lines = [f"## {time.strftime('%Y-%m-%d')} — end-to-end linking (commit `{commit()}`)", "",
              f"Command: `python benchmarks/end_to_end.py {' '.join(sys.argv[1:])}` · machine: {machine()}", "",
-             "Thresholds chosen on dev (mean strict F1 of NCBI-disease and BC5CDR dev):", ""]
+             f"Thresholds chosen on dev (mean strict F1 of {dev}):", ""]
     lines += [f"- {system}: {params} (dev mean F1 {f1:.3f})" for system, (params, f1) in tuned.items()]
     for (corpus, ratio), (path, link_threshold) in filters.items():
         keep = json.loads((Path(path) / "babelink_filter.json").read_text())["threshold"]
@@ -252,7 +253,7 @@ def main() -> None:
             runs.append((key, "hybrid + spans + filter", ratio,
                          _in_child(run_step, data, key, "hybrid + spans", ratio, filter_params, path)))
             print(f"ran {key} / filter / {ratio}: {runs[-1][3]['scores']['strict']}", file=sys.stderr)
-    publish(report(runs, tuned, filters), write=not args.no_write)
+    publish(report(runs, tuned, filters, tuning_sets), write=not args.no_write)
 
 
 if __name__ == "__main__":
