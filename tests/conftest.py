@@ -62,3 +62,15 @@ def contextual_encoder_dir(tiny_encoder_dir, tmp_path_factory) -> Path:
     torch.manual_seed(0)
     BertModel(config, add_pooling_layer=False).save_pretrained(path)
     return path
+
+
+def build_sparse_bundle(names: dict[str, list[str]], out: Path) -> Path:
+    """A real sparse bundle of `{concept id: [preferred name, synonyms…]}`: builds in a second."""
+    from babelink.kb.base import KnowledgeBaseBuilder
+    from babelink.link.bundle import build_bundle
+
+    builder = KnowledgeBaseBuilder()
+    for concept_id, concept_names in names.items():
+        for position, name in enumerate(concept_names):
+            builder.add_name(concept_id, name, preferred=position == 0)
+    return build_bundle(builder.build(), out, retriever="sparse")

@@ -3,11 +3,10 @@
 import tracemalloc
 
 import pytest
+from conftest import build_sparse_bundle
 
 from babelink.errors import InvalidInputError
 from babelink.formats.document import Annotation, Document
-from babelink.kb.base import KnowledgeBaseBuilder
-from babelink.link.bundle import build_bundle
 from babelink.link.documents import LinkParams, split_segments
 from babelink.link.pipeline import Linker
 
@@ -23,11 +22,7 @@ NAMES = {
 
 @pytest.fixture(scope="module")
 def linker(tmp_path_factory):
-    builder = KnowledgeBaseBuilder()
-    for concept_id, names in NAMES.items():
-        for position, name in enumerate(names):
-            builder.add_name(concept_id, name, preferred=position == 0)
-    path = build_bundle(builder.build(), tmp_path_factory.mktemp("bundles") / "sparse", retriever="sparse")
+    path = build_sparse_bundle(NAMES, tmp_path_factory.mktemp("bundles") / "sparse")
     return Linker.from_bundle(path, link_params=LinkParams(recall_threshold=0.5, link_threshold=0.8, overlap="best"))
 
 

@@ -11,10 +11,9 @@ import threading
 import time
 
 import pytest
+from conftest import build_sparse_bundle
 from fastapi.testclient import TestClient
 
-from babelink.kb.base import KnowledgeBaseBuilder
-from babelink.link.bundle import build_bundle
 from babelink.link.documents import LinkParams
 from babelink.link.pipeline import Linker
 from babelink.link.records import normalize_record
@@ -30,11 +29,7 @@ JSON = {"content-type": "application/json"}
 
 @pytest.fixture(scope="module")
 def bundle_path(tmp_path_factory):
-    builder = KnowledgeBaseBuilder()
-    for concept_id, names in NAMES.items():
-        for position, name in enumerate(names):
-            builder.add_name(concept_id, name, preferred=position == 0)
-    return build_bundle(builder.build(), tmp_path_factory.mktemp("serve") / "bundle", retriever="sparse")
+    return build_sparse_bundle(NAMES, tmp_path_factory.mktemp("serve") / "bundle")
 
 
 @pytest.fixture(scope="module")

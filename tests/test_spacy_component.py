@@ -4,9 +4,7 @@ import subprocess
 import sys
 
 import pytest
-
-from babelink.kb.base import KnowledgeBaseBuilder
-from babelink.link.bundle import build_bundle
+from conftest import build_sparse_bundle
 
 spacy = pytest.importorskip("spacy")
 
@@ -19,11 +17,7 @@ NAMES = {
 
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory):
-    builder = KnowledgeBaseBuilder()
-    for concept_id, names in NAMES.items():
-        for position, name in enumerate(names):
-            builder.add_name(concept_id, name, preferred=position == 0)
-    return str(build_bundle(builder.build(), tmp_path_factory.mktemp("bundles") / "sparse", retriever="sparse"))
+    return str(build_sparse_bundle(NAMES, tmp_path_factory.mktemp("bundles") / "sparse"))
 
 
 @pytest.fixture(scope="module")
