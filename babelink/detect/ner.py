@@ -26,6 +26,7 @@ import torch
 
 from babelink.detect.crf import CRF, bio_constraints
 from babelink.detect.tokenize import Token, joinable, tokenize
+from babelink.encoders.transformer import cpu_has_native_bf16
 from babelink.errors import BabelinkError
 
 SETTINGS_FILE = "babelink_ner.json"
@@ -106,7 +107,7 @@ class NerDetector:
         if loaded.unexpected_keys or any(not key.startswith("encoder.") for key in loaded.missing_keys):
             raise BabelinkError(f"{self.path / HEAD_FILE}: not a head for {len(self.settings.labels)} labels")
         self.model.to(self.device).eval()
-        self._autocast = torch.bfloat16 if self.device.type == "cpu" and _native_bf16() else None
+        self._autocast = torch.bfloat16 if self.device.type == "cpu" and cpu_has_native_bf16() else None
 
     def detect(self, texts: Sequence[str]) -> list[list[tuple[int, int]]]:
         return [[(start, end) for start, end, _ in found] for found in self.entities(texts)]
@@ -188,9 +189,3 @@ def save_tagger(directory: Path, tokenizer, model: NerTagger, settings: NerSetti
     tokenizer.save_pretrained(directory)
     save_file({name: value.contiguous() for name, value in model.head_state().items()}, directory / HEAD_FILE)
     (directory / SETTINGS_FILE).write_text(json.dumps(asdict(settings), indent=2), encoding="utf-8")
-
-
-def _native_bf16() -> bool:
-    from babelink.encoders.transformer import _cpu_has_native_bf16
-
-    return _cpu_has_native_bf16()

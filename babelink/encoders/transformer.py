@@ -98,7 +98,7 @@ class TransformerEncoder:
             if self.device.type == "cuda":
                 precision = "fp16"
             else:
-                precision = "bf16" if torch.backends.mkldnn.is_available() and _cpu_has_native_bf16() else "fp32"
+                precision = "bf16" if torch.backends.mkldnn.is_available() and cpu_has_native_bf16() else "fp32"
         return {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
 
     @property
@@ -160,7 +160,7 @@ def _mean_pool(hidden, mask):
     return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
 
 
-def _cpu_has_native_bf16() -> bool:
+def cpu_has_native_bf16() -> bool:
     """bf16 autocast is 3× faster than fp32 on CPUs with AVX512-BF16/AMX and slower on the rest."""
     try:
         flags = Path("/proc/cpuinfo").read_text()

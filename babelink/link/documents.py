@@ -142,13 +142,14 @@ class DocumentLinker:
 
     def _spans(self, segments) -> list[tuple[frozenset[str], list[Span]]]:
         """Each segment's stop words and candidate spans: the detector's, or all enumerated."""
-        stopwords = [self.stopwords.for_tokens(tokenize(segment), lang) for _, _, segment, lang in segments]
+        tokens = [tokenize(segment) for _, _, segment, _ in segments]
+        stopwords = [self.stopwords.for_tokens(found, lang) for found, (_, _, _, lang) in zip(tokens, segments)]
         if self.detector is not None:
             found = self.detector.detect([segment for _, _, segment, _ in segments])
             return [(stop, [Span(start, end, segment[start:end]) for start, end in spans])
                     for (_, _, segment, _), stop, spans in zip(segments, stopwords, found)]
-        return [(stop, enumerate_spans(segment, tokenize(segment), stop, self.params.spans))
-                for (_, _, segment, _), stop in zip(segments, stopwords)]
+        return [(stop, enumerate_spans(segment, segment_tokens, stop, self.params.spans))
+                for (_, _, segment, _), segment_tokens, stop in zip(segments, tokens, stopwords)]
 
     def _linked_ngrams(self, span: Span, offset: int, detector: str, stopwords: frozenset[str]) -> list[Proposal]:
         parts = ngram_search(self.ranker, span.text, self.params.link_threshold, self.params.top_k, stopwords)

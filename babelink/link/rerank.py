@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from babelink.detect.tokenize import tokenize
+from babelink.encoders.transformer import cpu_has_native_bf16
 from babelink.errors import BabelinkError
 
 SETTINGS_FILE = "babelink_filter.json"
@@ -78,7 +79,7 @@ class ContextFilter:
         except (OSError, ValueError) as error:
             raise BabelinkError(f"{self.path}: cannot load the filter checkpoint: {error}") from None
         self.model.to(self.device).eval()
-        self._autocast = torch.bfloat16 if self.device.type == "cpu" and _native_bf16() else None
+        self._autocast = torch.bfloat16 if self.device.type == "cpu" and cpu_has_native_bf16() else None
 
     def probabilities(self, windows: Sequence[str], concept_names: Sequence[str]) -> np.ndarray:
         """P(relevant) for each (window, concept name) pair, batched by length."""
@@ -106,9 +107,3 @@ class ContextFilter:
     def save_settings(self, settings: FilterSettings) -> None:
         self.settings = settings
         (self.path / SETTINGS_FILE).write_text(json.dumps(asdict(settings), indent=2), encoding="utf-8")
-
-
-def _native_bf16() -> bool:
-    from babelink.encoders.transformer import _cpu_has_native_bf16
-
-    return _cpu_has_native_bf16()
