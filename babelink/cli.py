@@ -505,6 +505,22 @@ def train_ner(
                    f"(partial F1 {partial['f1']:.4f})", err=True)
 
 
+@train_app.command("interpolate")
+def train_interpolate(
+    trained: Annotated[Path, typer.Option("--trained", help="Fine-tuned checkpoint directory (e.g. babelink train sap --out).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output checkpoint directory (written atomically).")],
+    weight: Annotated[float, typer.Option("--weight", min=0.0, max=1.0, help="Share of the fine-tuned weights (1: all of them).")] = 0.5,
+    init: Annotated[str, typer.Option("--init", help="'default' (bundled multilingual-e5-small) or the checkpoint the training started from.")] = "default",
+) -> None:
+    """Mix a fine-tuned encoder's weights with its starting point's (WiSE-FT), to keep what fine-tuning forgot."""
+    from babelink.encoders import DEFAULT
+    from babelink.encoders.e5_bundled import bundled_e5_path
+    from babelink.train.interpolate import interpolate_checkpoints
+
+    path = interpolate_checkpoints(bundled_e5_path() if init == DEFAULT else Path(init), trained, weight, out)
+    typer.echo(f"wrote {path}", err=True)
+
+
 def _dev_evaluator(name: str, data: Path, kb, distractors: int):
     from babelink.eval import benchmark
     from babelink.train.evaluation import DenseDevEvaluator

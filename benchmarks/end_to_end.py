@@ -1,7 +1,8 @@
 """End-to-end linking benchmark: detected spans + concepts against gold, strict and partial P/R/F1.
 
     python benchmarks/end_to_end.py [--data ../shared/data] [--no-write]
-        [--sets ncbi bc5cdr mantra-en …] [--dft-ratios 0.2 …] [--filter-sets ncbi …] [--filter-minutes 20] [--filter-layers 6] [--tune]
+        [--sets ncbi bc5cdr mantra-en …] [--dft-ratios 0.2 …] [--filter-sets ncbi …] [--filter-minutes 20] [--filter-layers 6]
+        [--ner ncbi=DIR bc5cdr=DIR] [--tune]
 
 Systems, all on span enumeration (k = 3 words, KB-protected stop words, 000 §4.2):
 - **sparse baseline**: the char n-gram TF-IDF matcher alone, no labeled spans, no filter (the
@@ -10,6 +11,11 @@ Systems, all on span enumeration (k = 3 words, KB-protected stop words, 000 §4.
   labeled-span index built from R% of the training documents (DFT split, 000 §4.5).
 - **hybrid + spans + filter**: the same with the contextual filter (000 §4.4) trained on the other
   (1 − R) of the training documents, its keep-threshold tuned on dev.
+- **ner + hybrid + spans** (`--ner CORPUS=DIR`): the learned detector (002 §4.2) trained on the
+  corpus's train split (`babelink train ner`) instead of span enumeration; its spans are ranked
+  by the same generator, with every training document in the labeled-span index (R = 100%: no
+  filter needs the rest), and a span below the link threshold (tuned on dev) is replaced by its
+  linked n-grams (002 §4.4.1). Its detection-only span scores are reported too.
 
 Thresholds (recall, link, overlap policy) are chosen on the dev split only (`--tune` prints the
 grid); Mantra GSC has no training split and is linked with the open-umls bundle and the
@@ -34,6 +40,8 @@ from pathlib import Path
 from report import arguments, cached_bundle, commit, machine, publish
 
 from babelink.batching import batched
+from babelink.detect import MentionDetector
+from babelink.detect.ner import NerDetector
 from babelink.detect.overlaps import OVERLAP_POLICIES, resolve_overlaps
 from babelink.eval.metrics import span_scores
 from babelink.formats import read_documents
@@ -46,10 +54,13 @@ from babelink.link.documents import LinkParams
 from babelink.link.pipeline import Linker
 from babelink.link.rerank import ContextFilter
 from babelink.train import crossencoder
+from babelink.train.ner import evaluate_ner
 
 RECALL_GRID = (0.4, 0.5, 0.6, 0.7)
 LINK_GRID = (0.80, 0.85, 0.88, 0.90, 0.92, 0.94, 0.96, 0.98, 0.99, 0.995)
 SPARSE_LINK_GRID = (0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
+NER_LINK_GRID = (0.0, 0.8, 0.85, 0.9, 0.92, 0.94, 0.96, 0.98)
+NER_SYSTEM = "ner + hybrid + spans"
 BATCH = 16
 
 
@@ -104,13 +115,26 @@ def split_train(data: Path, corpus: Corpus, ratio: float) -> tuple[list[Document
 
 
 def make_linker(data: Path, corpus: Corpus, system: str, ratio: float, params: LinkParams, scratch: Path,
-                filter_dir: str | None = None) -> Linker:
+                filter_dir: str | None = None, detector: MentionDetector | None = None) -> Linker:
     bundle = load_bundle(cached_bundle(data, corpus.kb))
     if system == "sparse baseline":
         return Linker(bundle, SparseGenerator(bundle.kb, bundle.names, bundle.sparse), link_params=params)
     if corpus.train is not None and ratio > 0:
         bundle = with_spans(bundle, split_train(data, corpus, ratio)[0], scratch)
-    return Linker(bundle, link_params=params, context_filter=ContextFilter(filter_dir) if filter_dir else None)
+    return Linker(bundle, link_params=params, context_filter=ContextFilter(filter_dir) if filter_dir else None,
+                  detector=detector)
+
+
+class MemoDetector:
+    """A detector whose spans are computed once per text: the tuning grid links dev many times."""
+
+    def __init__(self, detector: MentionDetector):
+        self.detector, self.name, self.spans = detector, detector.name, {}
+
+    def detect(self, texts):
+        missing = [text for text in dict.fromkeys(texts) if text not in self.spans]
+        self.spans.update(zip(missing, self.detector.detect(missing) if missing else []))
+        return [self.spans[text] for text in texts]
 
 
 def _peak_rss_mb() -> float:
@@ -135,6 +159,24 @@ def tune_step(data: str, corpus_key: str, system: str, ratio: float) -> dict:
                              for p in resolve_overlaps([p for p in found if p.score >= link and (p.recall_score is None or p.recall_score >= recall)],
                                                        overlap)]
                 grid[f"{recall}|{link}|{overlap}"] = span_scores(predicted, gold_items)["strict"]["f1"]
+    return grid
+
+
+def ner_tune_step(data: str, corpus_key: str, ner_dir: str) -> dict:
+    """Dev F1 of the learned detector's system at every link threshold (below it, n-gram search)."""
+    corpus = CORPORA[corpus_key]
+    dev = documents(Path(data), corpus, "dev")
+    detector = MemoDetector(NerDetector(ner_dir))
+    grid = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        linker = make_linker(Path(data), corpus, NER_SYSTEM, 1.0, LinkParams(), Path(scratch), detector=detector)
+        gold_items = gold(dev, linker.bundle.kb)
+        for link in NER_LINK_GRID:
+            linker.document_linker.params = replace(linker.link_params, link_threshold=link)
+            predicted = [(d.id, m.start, m.end, m.concept.concept_id) for batch in batched(dev, BATCH)
+                         for d, linked in zip(batch, linker.link_documents([(d.id, d.text, d.lang) for d in batch]))
+                         for m in linked.mentions]
+            grid[f"{link}"] = span_scores(predicted, gold_items)["strict"]["f1"]
     return grid
 
 
@@ -164,10 +206,12 @@ def filter_step(data: str, corpus_key: str, ratio: float, params: dict, minutes:
     return str(out)
 
 
-def run_step(data: str, corpus_key: str, system: str, ratio: float, params: dict, filter_dir: str | None) -> dict:
+def run_step(data: str, corpus_key: str, system: str, ratio: float, params: dict, filter_dir: str | None,
+             ner_dir: str | None = None) -> dict:
     corpus = CORPORA[corpus_key]
     with tempfile.TemporaryDirectory() as scratch:
-        linker = make_linker(Path(data), corpus, system, ratio, LinkParams(**params), Path(scratch), filter_dir)
+        detector = NerDetector(ner_dir) if ner_dir else None
+        linker = make_linker(Path(data), corpus, system, ratio, LinkParams(**params), Path(scratch), filter_dir, detector)
         test = documents(Path(data), corpus, "test")
         linker.link("warm-up text with asthma")
         started = time.perf_counter()
@@ -177,8 +221,9 @@ def run_step(data: str, corpus_key: str, system: str, ratio: float, params: dict
                      for m in document.mentions]
         seconds = time.perf_counter() - started
         scores = span_scores(predicted, gold(test, linker.bundle.kb))
+        detection = evaluate_ner(detector, test)["strict"] if detector else None
     return {"scores": scores, "documents": len(test), "docs_per_s": len(test) / seconds, "rss_mb": _peak_rss_mb(),
-            "characters": sum(len(d.text) for d in test)}
+            "characters": sum(len(d.text) for d in test), "detection": detection}
 
 
 def _in_child(function, *args):
@@ -194,7 +239,7 @@ def best_params(grids: list[dict]) -> tuple[dict, float]:
     return {"recall_threshold": float(recall), "link_threshold": float(link), "overlap": overlap}, mean[point]
 
 
-def report(runs: list[tuple], tuned: dict, filters: dict, tuning_sets: list[str]) -> str:
+def report(runs: list[tuple], tuned: dict, filters: dict, tuning_sets: list[str], detectors: dict) -> str:
     dev = " and ".join(f"{CORPORA[key].name} dev" for key in tuning_sets)
     lines = [f"## {time.strftime('%Y-%m-%d')} — end-to-end linking (commit `{commit()}`)", "",
              f"Command: `python benchmarks/end_to_end.py {' '.join(sys.argv[1:])}` · machine: {machine()}", "",
@@ -204,6 +249,13 @@ def report(runs: list[tuple], tuned: dict, filters: dict, tuning_sets: list[str]
         keep = json.loads((Path(path) / "babelink_filter.json").read_text())["threshold"]
         lines.append(f"- filter of {corpus} (R = {ratio:.0%}): trained and applied on proposals at link threshold "
                      f"{link_threshold}, keep-threshold {keep} (dev): `{path}`")
+    for corpus, (path, link_threshold, f1) in detectors.items():
+        lines.append(f"- learned detector of {corpus}: `{path}`, link threshold {link_threshold} (dev F1 {f1:.3f})")
+    for corpus_key, system, ratio, result in runs:
+        if result["detection"]:
+            d = result["detection"]
+            lines.append(f"- detection only, {CORPORA[corpus_key].name} test: strict P {d['precision']:.3f}, "
+                         f"R {d['recall']:.3f}, F1 {d['f1']:.3f}")
     lines += ["", ("| corpus | system | R | strict P | strict R | strict F1 | partial P | partial R | partial F1 | "
               "gold | docs/s | peak RSS MB |"), "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for corpus_key, system, ratio, result in runs:
@@ -226,8 +278,13 @@ def main() -> None:
                              "gives the filter more proposals to choose from")
     parser.add_argument("--filter-sets", nargs="*", default=None, choices=list(CORPORA),
                         help="corpora that get a trained filter (default: every one with a training split)")
+    parser.add_argument("--ner", nargs="*", default=[], metavar="CORPUS=DIR",
+                        help="learned detectors (`babelink train ner` on the corpus's train split) to run as a system")
     parser.add_argument("--tune", action="store_true", help="print the dev grids too")
     args = arguments(parser.description, parser)
+    ner_dirs = dict(item.split("=", 1) for item in args.ner)
+    if unknown := set(ner_dirs) - set(args.sets):
+        parser.error(f"--ner for corpora not in --sets: {', '.join(sorted(unknown))}")
     data = str(args.data)
     tuning_sets = [key for key in args.sets if CORPORA[key].dev]
     tuned = {}
@@ -237,8 +294,15 @@ def main() -> None:
         if args.tune:
             print(system, json.dumps(dict(zip(tuning_sets, grids)), indent=1), file=sys.stderr)
         print(f"tuned {system}: {tuned[system]}", file=sys.stderr)
-    runs, filters = [], {}
+    runs, filters, detectors = [], {}, {}
     for key in args.sets:
+        if key in ner_dirs:
+            grid = _in_child(ner_tune_step, data, key, ner_dirs[key])
+            link = max(grid, key=grid.get)
+            detectors[CORPORA[key].name] = (ner_dirs[key], float(link), grid[link])
+            params = {**tuned["hybrid + spans"][0], "link_threshold": float(link)}
+            runs.append((key, NER_SYSTEM, 1.0, _in_child(run_step, data, key, NER_SYSTEM, 1.0, params, None, ner_dirs[key])))
+            print(f"ran {key} / ner (dev grid {grid}): {runs[-1][3]['scores']['strict']}", file=sys.stderr)
         for system in ("sparse baseline", "hybrid + spans"):
             for ratio in args.dft_ratios if system != "sparse baseline" and CORPORA[key].train else [0.0]:
                 runs.append((key, system, ratio, _in_child(run_step, data, key, system, ratio, tuned[system][0], None)))
@@ -253,7 +317,7 @@ def main() -> None:
             runs.append((key, "hybrid + spans + filter", ratio,
                          _in_child(run_step, data, key, "hybrid + spans", ratio, filter_params, path)))
             print(f"ran {key} / filter / {ratio}: {runs[-1][3]['scores']['strict']}", file=sys.stderr)
-    publish(report(runs, tuned, filters, tuning_sets), write=not args.no_write)
+    publish(report(runs, tuned, filters, tuning_sets, detectors), write=not args.no_write)
 
 
 if __name__ == "__main__":
