@@ -475,7 +475,9 @@ def train_ner(
     types: Annotated[list[str] | None, typer.Option("--types", help="Learn only annotations of these types (repeat); all when omitted.")] = None,
     epochs: Annotated[int, typer.Option("--epochs", min=1)] = 3,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Windows per step.")] = 16,
-    learning_rate: Annotated[float, typer.Option("--lr")] = 5e-5,
+    learning_rate: Annotated[float, typer.Option("--lr", help="Encoder learning rate.")] = 5e-5,
+    head_learning_rate: Annotated[float, typer.Option("--head-lr", help="Learning rate of the fresh emission layer and CRF.")] = 1e-3,
+    as_type: Annotated[str | None, typer.Option("--as-type", help="Label every annotation with this one type (when types do not matter downstream).")] = None,
     max_length: Annotated[int, typer.Option("--max-length", min=8, help="Sub-tokens per window.")] = 256,
     max_minutes: Annotated[float | None, typer.Option("--max-minutes", help="Stop (and save) after this long.")] = None,
     freeze_embeddings: Annotated[bool, typer.Option("--freeze-embeddings", help="Keep the word embeddings fixed (CPU training).")] = False,
@@ -489,7 +491,8 @@ def train_ner(
     from babelink.train import ner
 
     documents = list(read_documents(train))
-    config = ner.NerTrainingConfig(types=tuple(types) if types else None, learning_rate=learning_rate, epochs=epochs,
+    config = ner.NerTrainingConfig(types=tuple(types) if types else None, learning_rate=learning_rate,
+                                   head_learning_rate=head_learning_rate, as_type=as_type, epochs=epochs,
                                    batch_size=batch_size, max_length=max_length, freeze_embeddings=freeze_embeddings,
                                    max_minutes=max_minutes, seed=seed)
     mentions = sum(len(ner.selected(d.annotations, config.types)) for d in documents)

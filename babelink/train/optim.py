@@ -14,11 +14,17 @@ from babelink.batching import batched
 
 
 def adamw_with_linear_schedule(model: torch.nn.Module, learning_rate: float, weight_decay: float, total_steps: int,
-                               warmup_ratio: float) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LRScheduler]:
-    trained = [(name, parameter) for name, parameter in model.named_parameters() if parameter.requires_grad]
-    optimizer = torch.optim.AdamW(
-        [{"params": [p for n, p in trained if not _no_decay(n)], "weight_decay": weight_decay},
-         {"params": [p for n, p in trained if _no_decay(n)], "weight_decay": 0.0}], lr=learning_rate)
+                               warmup_ratio: float, learning_rate_of: Callable[[str], float] | None = None
+                               ) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LRScheduler]:
+    """`learning_rate_of(parameter name)`, when given, sets per-parameter rates (a freshly
+    initialised head learns faster than the pretrained encoder under it)."""
+    groups: dict[tuple[float, float], list[torch.nn.Parameter]] = {}
+    for name, parameter in model.named_parameters():
+        if parameter.requires_grad:
+            rate = learning_rate_of(name) if learning_rate_of else learning_rate
+            groups.setdefault((rate, 0.0 if _no_decay(name) else weight_decay), []).append(parameter)
+    optimizer = torch.optim.AdamW([{"params": params, "lr": rate, "weight_decay": decay}
+                                   for (rate, decay), params in groups.items()], lr=learning_rate)
     warmup = int(warmup_ratio * total_steps)
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer,
@@ -31,13 +37,14 @@ def _no_decay(name: str) -> bool:
 
 
 def train_epochs(model: torch.nn.Module, items: Sequence, loss_of: Callable[[list], torch.Tensor], config,
-                 progress: Callable[[int, int, float], None] | None = None) -> None:
+                 progress: Callable[[int, int, float], None] | None = None,
+                 learning_rate_of: Callable[[str], float] | None = None) -> None:
     """Minimise `loss_of(batch)` over `config.epochs` seeded shuffles of `items`, stopping early
     after `config.max_minutes`; `config` has the fields the filter and NER configs share.
     Gradients are clipped to norm 1; `progress(step, total, loss)` follows every step."""
     total = config.epochs * -(-len(items) // config.batch_size)
     optimizer, scheduler = adamw_with_linear_schedule(model, config.learning_rate, config.weight_decay, total,
-                                                      config.warmup_ratio)
+                                                      config.warmup_ratio, learning_rate_of)
     started, step = time.monotonic(), 0
     model.train()
     try:
