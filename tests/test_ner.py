@@ -141,6 +141,20 @@ def test_training_lowers_the_loss_and_tags_the_training_mentions(trained, contex
     assert detector.entities(["Her asthma got worse."]) == [[(4, 10, "Disease")]]
 
 
+def test_as_type_relabels_every_annotation_and_the_head_learns_at_its_own_rate(contextual_encoder_dir, tmp_path):
+    mixed = [_document("1", "The patient had asthma.", "asthma", kind="SpecificDisease"),
+             _document("2", "A child with fever was seen.", "fever", kind="Modifier")]
+    config = NerTrainingConfig(epochs=1, batch_size=2, max_length=64, learning_rate=0.0, head_learning_rate=1e-2,
+                               warmup_ratio=0.0, as_type="Disease")
+    untrained = train_ner(contextual_encoder_dir, mixed, tmp_path / "untrained", replace(config, epochs=0))
+    detector = train_ner(contextual_encoder_dir, mixed, tmp_path / "model", config)
+    assert detector.settings.labels == ("O", "B-Disease", "I-Disease")
+    changed = {name for name, value in detector.model.state_dict().items()
+               if not torch.equal(value, untrained.model.state_dict()[name])}
+    assert changed and all(not name.startswith("encoder.") for name in changed), "encoder rate 0: only the head moves"
+    assert "crf.transitions" in changed
+
+
 def test_save_and_load_round_trip_gives_identical_predictions(trained, tmp_path):
     detector, _ = trained
     detector.save(tmp_path)
