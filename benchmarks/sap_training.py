@@ -26,6 +26,7 @@ from babelink.eval import benchmark
 from babelink.link.bundle import load_bundle
 from babelink.link.candidates import DenseGenerator, HybridGenerator, HybridParams
 from babelink.link.pipeline import Linker
+from babelink.train.interpolate import RECORD_FILE
 
 
 def _scores(bundle, generator, data: Path) -> dict:
@@ -53,10 +54,14 @@ def main() -> None:
                                                  HybridParams()), args.data)
         rows.append((label, dense, hybrid))
     trained = json.loads((args.encoder / "sap_config.json").read_text())
+    record = args.encoder / RECORD_FILE
+    mixed = json.loads(record.read_text()) if record.is_file() else None
     languages = list(rows[0][1]["xlbel"]["groups"])
     lines = [f"## {time.strftime('%Y-%m-%d')} — SAP training, XL-BEL before/after (commit `{commit()}`)", "",
              f"Command: `python benchmarks/sap_training.py --encoder {args.encoder}` · machine: {machine()}", "",
-             f"Trained encoder: {trained['steps']:,} steps, config `{json.dumps(trained, sort_keys=True)}`.", "",
+             f"Trained encoder: {trained['steps']:,} steps, config `{json.dumps(trained, sort_keys=True)}`"
+             + (f"; then interpolated with the bundled encoder (`babelink train interpolate`): `{json.dumps(mixed)}`"
+                if mixed else "") + ".", "",
              "XL-BEL v0.0 in-KB Acc@1 / Acc@5 per language (open-umls, HNSW index), mean of Acc@1, Mantra GSC in-KB Acc@1:", "",
              "| encoder | retriever | " + " | ".join(languages) + " | mean Acc@1 | Mantra Acc@1 |",
              "|---|---|" + "---:|" * (len(languages) + 2)]
