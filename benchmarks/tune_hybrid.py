@@ -1,15 +1,18 @@
 """Dev-only tuning of the hybrid fusion weight, the candidate pool and the index-switch threshold.
 
-    python benchmarks/tune_hybrid.py [--data ../shared/data] [--no-write]
+    python benchmarks/tune_hybrid.py [--encoder default|DIR] [--sets ncbi bc5cdr quaero] [--data ../shared/data] [--no-write]
 
 Dev sets: NCBI-disease dev and BC5CDR-Disease dev (CTD MEDIC) and QUAERO dev (French, open-umls,
-in-KB), so the weight is not chosen on English alone. Test splits are never read. The switch
+in-KB), so the weight is not chosen on English alone. `--encoder` tunes for another encoder
+than the bundled one (its bundles are built with it), `--sets` on fewer dev sets (an encoder
+fine-tuned for one corpus is tuned on that corpus's dev set). Test splits are never read. The switch
 threshold is tuned with the labeled-span index of each corpus's *train* split on its dev split.
 The objective is the unweighted mean Acc@1 over the sets.
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 import tempfile
 import time
@@ -39,14 +42,20 @@ def _acc1(generator, query_set) -> float:
     return result["overall"]["acc@1"]
 
 
+DEV_SETS = {"ncbi": ("ctd-medic", benchmark.ncbi_set), "bc5cdr": ("ctd-medic", benchmark.bc5cdr_set),
+            "quaero": ("open-umls", benchmark.quaero_set)}
+
+
 def main() -> None:
-    args = arguments(__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--encoder", default="default", help="encoder of the bundles (default: bundled)")
+    parser.add_argument("--sets", nargs="+", choices=list(DEV_SETS), default=list(DEV_SETS))
+    args = arguments(parser.description, parser)
     started = time.perf_counter()
-    bundles = {name: load_bundle(cached_bundle(args.data, name)) for name in ("ctd-medic", "open-umls")}
-    encoder = CachedEncoder(bundles["ctd-medic"].encoder(), max_entries=1_000_000)
-    sets = [(bundles["ctd-medic"], benchmark.ncbi_set(args.data, bundles["ctd-medic"].kb, "dev")),
-            (bundles["ctd-medic"], benchmark.bc5cdr_set(args.data, bundles["ctd-medic"].kb, "dev")),
-            (bundles["open-umls"], benchmark.quaero_set(args.data, bundles["open-umls"].kb, "dev"))]
+    options = {} if args.encoder == "default" else {"encoder": str(Path(args.encoder).absolute())}
+    bundles = {kb: load_bundle(cached_bundle(args.data, kb, **options)) for kb in {DEV_SETS[key][0] for key in args.sets}}
+    encoder = CachedEncoder(next(iter(bundles.values())).encoder(), max_entries=1_000_000)
+    sets = [(bundles[kb], query_set(args.data, bundles[kb].kb, "dev")) for kb, query_set in map(DEV_SETS.get, args.sets)]
 
     def hybrid(bundle, params):
         return HybridGenerator(bundle.kb, bundle.names, bundle.sparse, bundle.dense, encoder, params)
@@ -64,11 +73,11 @@ def main() -> None:
 
     switching = {}
     with tempfile.TemporaryDirectory() as scratch:
-        for bundle, query_set in sets[:2]:
+        for bundle, query_set in [item for item in sets if item[1].name in TRAIN_FILES]:
             documents = annotations.read_annotated(args.data / "bench" / TRAIN_FILES[query_set.name])
             spans = annotations.span_kb(annotations.mention_pairs(documents, bundle.kb), bundle.kb)
             spans_path = build_bundle(spans, Path(scratch) / query_set.name, retriever="hybrid",
-                                      hybrid_params=HybridParams(*best))
+                                      hybrid_params=HybridParams(*best), encoder=bundle.manifest["dense"]["encoder"]["name"])
             span_generator = generator_for(load_bundle(spans_path), encoder)
             kb_generator = hybrid(bundle, HybridParams(*best))
             switching[query_set.name] = [_acc1(SwitchingGenerator(span_generator, kb_generator, t), query_set)
@@ -78,10 +87,10 @@ def main() -> None:
 
     names = [query_set.name for _, query_set in sets]
     lines = [f"## {time.strftime('%Y-%m-%d')} — hybrid fusion and index switching, dev-only tuning (commit `{commit()}`)", "",
-             f"Command: `python benchmarks/tune_hybrid.py` · machine: {machine()} · {time.perf_counter() - started:.0f} s", "",
+             f"Command: `python benchmarks/tune_hybrid.py {' '.join(sys.argv[1:])}` · machine: {machine()} · {time.perf_counter() - started:.0f} s", "",
              ("Rule: `score = w · dense cosine + (1 − w) · sparse cosine` over the union of both retrievers' "
-             "`pool` best name strings (bundled multilingual-e5-small; char_wb 2–4-gram TF-IDF). "
-             "w = 0 is sparse re-ranked, w = 1 dense re-ranked. Acc@1, in-KB dev queries:"), "",
+             "`pool` best name strings (char_wb 2–4-gram TF-IDF). "
+             f"w = 0 is sparse re-ranked, w = 1 dense re-ranked. Encoder: {args.encoder}. Acc@1, in-KB dev queries:"), "",
              "| w | pool | " + " | ".join(names) + " | mean |", "|---:|---:|" + "---:|" * (len(names) + 1)]
     for (weight, pool), scores in grid.items():
         mark = "**" if (weight, pool) == best else ""
