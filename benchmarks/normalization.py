@@ -66,7 +66,7 @@ def build_step(data: str, kb_name: str, encoder: str) -> dict:
             "names": manifest["kb"]["names"], "strings": manifest["kb"]["strings"], "concepts": manifest["kb"]["concepts"]}
 
 
-def _generator(bundle, system: str, data: Path, set_name: str, scratch: str):
+def _generator(bundle, system: str, data: Path, set_name: str, scratch: str, tuned: dict):
     if system == "exact match":
         return ExactMatchGenerator(bundle.kb, bundle.names)
     if system == "sparse":
@@ -79,17 +79,18 @@ def _generator(bundle, system: str, data: Path, set_name: str, scratch: str):
     if system == "dense":
         return DenseGenerator(bundle.kb, bundle.names, bundle.dense, bundle.encoder())
     encoder = CachedEncoder(bundle.encoder())
-    kb_generator = HybridGenerator(bundle.kb, bundle.names, bundle.sparse, bundle.dense, encoder, HybridParams())
+    kb_generator = HybridGenerator(bundle.kb, bundle.names, bundle.sparse, bundle.dense, encoder,
+                                   HybridParams(dense_weight=tuned["dense_weight"]))
     if system == "hybrid":
         return kb_generator
     documents = annotations.read_annotated(data / "bench" / TRAIN_FILES[set_name])
     spans = annotations.span_kb(annotations.mention_pairs(documents, bundle.kb), bundle.kb)
     spans_bundle = load_bundle(build_bundle(spans, Path(scratch) / set_name, retriever="hybrid",
                                             encoder=bundle.manifest["dense"]["encoder"]["name"]))
-    return SwitchingGenerator(generator_for(spans_bundle, encoder), kb_generator, DEFAULT_SWITCH_THRESHOLD)
+    return SwitchingGenerator(generator_for(spans_bundle, encoder), kb_generator, tuned["switch_threshold"])
 
 
-def system_step(bundle_path: str, system: str, data: str, set_names: tuple[str, ...]) -> dict:
+def system_step(bundle_path: str, system: str, data: str, set_names: tuple[str, ...], tuned: dict) -> dict:
     started = time.perf_counter()
     bundle = load_bundle(bundle_path)
     load_seconds = time.perf_counter() - started
@@ -104,7 +105,7 @@ def system_step(bundle_path: str, system: str, data: str, set_names: tuple[str, 
             "bc5cdr": lambda: benchmark.bc5cdr_set(Path(data), bundle.kb),
         }[set_name]()
         with tempfile.TemporaryDirectory() as scratch:
-            linker = Linker(bundle, _generator(bundle, system, Path(data), set_name, scratch))
+            linker = Linker(bundle, _generator(bundle, system, Path(data), set_name, scratch, tuned))
             linker.normalize(["warm-up"])  # model loading and first-call costs are not per-mention costs
             results[query_set.name] = benchmark.run_normalization(
                 lambda mentions, linker=linker: [[c.concept_id for c in cs] for cs in linker.normalize(mentions, top_k=5)],
@@ -160,7 +161,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kb", choices=list(KB_FILES), action="append", help="only these KBs (default: both)")
     parser.add_argument("--encoder", default="default", help="encoder checkpoint of the bundles (default: bundled)")
+    parser.add_argument("--dense-weight", type=float, default=HybridParams().dense_weight,
+                        help="hybrid fusion weight (default: the library's; another one tuned on dev for --encoder)")
+    parser.add_argument("--switch-threshold", type=float, default=DEFAULT_SWITCH_THRESHOLD,
+                        help="index-switch threshold (default: the library's; another one tuned on dev for --encoder)")
     args = arguments(parser.description, parser)
+    tuned = {"dense_weight": args.dense_weight, "switch_threshold": args.switch_threshold}
     if not (args.data / "READY").is_file():
         sys.exit(f"benchmark data not found at {args.data}")
     builds, runs = {}, {}
@@ -169,7 +175,8 @@ def main() -> None:
         print(f"built {kb_name}: {builds[kb_name]}", file=sys.stderr)
         runs[kb_name] = {}
         for system in SYSTEMS:
-            runs[kb_name][system] = _in_child(system_step, builds[kb_name]["path"], system, str(args.data), SETS[kb_name])
+            runs[kb_name][system] = _in_child(system_step, builds[kb_name]["path"], system, str(args.data), SETS[kb_name],
+                                                tuned)
             print(f"ran {kb_name} / {system}", file=sys.stderr)
     publish(report(builds, runs), write=not args.no_write)
 
