@@ -162,21 +162,19 @@ def tune_step(data: str, corpus_key: str, system: str, ratio: float) -> dict:
     return grid
 
 
-def ner_tune_step(data: str, corpus_key: str, ner_dir: str) -> dict:
-    """Dev F1 of the learned detector's system at every link threshold (below it, n-gram search)."""
+def ner_tune_step(data: str, corpus_key: str, ner_dir: str, params: dict) -> dict:
+    """Dev F1 of the learned detector's system at every link threshold (below it, n-gram search);
+    the other `params` are the run's."""
     corpus = CORPORA[corpus_key]
     dev = documents(Path(data), corpus, "dev")
-    detector = MemoDetector(NerDetector(ner_dir))
     grid = {}
     with tempfile.TemporaryDirectory() as scratch:
-        linker = make_linker(Path(data), corpus, NER_SYSTEM, 1.0, LinkParams(), Path(scratch), detector=detector)
+        linker = make_linker(Path(data), corpus, NER_SYSTEM, 1.0, LinkParams(**params), Path(scratch),
+                             detector=MemoDetector(NerDetector(ner_dir)))
         gold_items = gold(dev, linker.bundle.kb)
         for link in NER_LINK_GRID:
             linker.document_linker.params = replace(linker.link_params, link_threshold=link)
-            predicted = [(d.id, m.start, m.end, m.concept.concept_id) for batch in batched(dev, BATCH)
-                         for d, linked in zip(batch, linker.link_documents([(d.id, d.text, d.lang) for d in batch]))
-                         for m in linked.mentions]
-            grid[f"{link}"] = span_scores(predicted, gold_items)["strict"]["f1"]
+            grid[f"{link}"] = span_scores(predictions(linker, dev), gold_items)["strict"]["f1"]
     return grid
 
 
@@ -210,20 +208,23 @@ def run_step(data: str, corpus_key: str, system: str, ratio: float, params: dict
              ner_dir: str | None = None) -> dict:
     corpus = CORPORA[corpus_key]
     with tempfile.TemporaryDirectory() as scratch:
-        detector = NerDetector(ner_dir) if ner_dir else None
+        detector = MemoDetector(NerDetector(ner_dir)) if ner_dir else None  # evaluate_ner reuses its spans
         linker = make_linker(Path(data), corpus, system, ratio, LinkParams(**params), Path(scratch), filter_dir, detector)
         test = documents(Path(data), corpus, "test")
         linker.link("warm-up text with asthma")
         started = time.perf_counter()
-        predicted = [(document.id, m.start, m.end, m.concept.concept_id)
-                     for batch in batched(test, BATCH)
-                     for document in linker.link_documents([(d.id, d.text, d.lang) for d in batch])
-                     for m in document.mentions]
+        predicted = predictions(linker, test)
         seconds = time.perf_counter() - started
         scores = span_scores(predicted, gold(test, linker.bundle.kb))
         detection = evaluate_ner(detector, test)["strict"] if detector else None
     return {"scores": scores, "documents": len(test), "docs_per_s": len(test) / seconds, "rss_mb": _peak_rss_mb(),
             "characters": sum(len(d.text) for d in test), "detection": detection}
+
+
+def predictions(linker: Linker, docs: list[Document]) -> list[tuple]:
+    """(document id, start, end, concept) of every mention `linker` finds in `docs`."""
+    return [(document.id, m.start, m.end, m.concept.concept_id) for batch in batched(docs, BATCH)
+            for document in linker.link_documents([(d.id, d.text, d.lang) for d in batch]) for m in document.mentions]
 
 
 def _in_child(function, *args):
@@ -297,7 +298,7 @@ def main() -> None:
     runs, filters, detectors = [], {}, {}
     for key in args.sets:
         if key in ner_dirs:
-            grid = _in_child(ner_tune_step, data, key, ner_dirs[key])
+            grid = _in_child(ner_tune_step, data, key, ner_dirs[key], tuned["hybrid + spans"][0])
             link = max(grid, key=grid.get)
             detectors[CORPORA[key].name] = (ner_dirs[key], float(link), grid[link])
             params = {**tuned["hybrid + spans"][0], "link_threshold": float(link)}

@@ -41,8 +41,8 @@ def main() -> None:
         evaluators[name] = DenseDevEvaluator(kb, query_set(args.data, kb, "dev"))
     scores = {}
     for weight in [0.0, *args.weights]:
-        if weight == 0.0:
-            encoder = open_encoder(DEFAULT)
+        if weight in (0.0, 1.0):  # the checkpoints themselves
+            encoder = open_encoder(DEFAULT if weight == 0.0 else args.trained)
         else:
             out = default_cache_dir() / "train" / f"{args.trained.name}-w{weight:g}"
             encoder = open_encoder(interpolate_checkpoints(bundled_e5_path(), args.trained, weight, out))
