@@ -283,6 +283,8 @@ def main() -> None:
                         help="learned detectors (`babelink train ner` on the corpus's train split) to run as a system")
     parser.add_argument("--tune", action="store_true", help="print the dev grids too")
     args = arguments(parser.description, parser)
+    if malformed := [item for item in args.ner if "=" not in item]:
+        parser.error(f"--ner takes CORPUS=DIR, got {malformed[0]!r}")
     ner_dirs = dict(item.split("=", 1) for item in args.ner)
     if unknown := set(ner_dirs) - set(args.sets):
         parser.error(f"--ner for corpora not in --sets: {', '.join(sorted(unknown))}")
