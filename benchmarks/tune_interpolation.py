@@ -8,12 +8,14 @@ fixed dictionary of its gold concepts plus 5,000 distractor concepts (`DenseDevE
 trainer's `--eval`): QUAERO dev (French, open-umls) and NCBI-disease dev (English, CTD MEDIC),
 English because SAP on KB synonyms costs English the most. The chosen weight has the best mean
 of the two among those that do not lower NCBI-disease dev below the bundled encoder; test splits
-are never read.
+are never read. Only the chosen mix is kept, as `~/.cache/babelink/train/{trained}-w{w}`; the
+others are written to a scratch directory and removed once measured.
 """
 
 from __future__ import annotations
 
 import argparse
+import tempfile
 import time
 from pathlib import Path
 
@@ -30,6 +32,15 @@ from babelink.train.interpolate import interpolate_checkpoints
 DEV_SETS = {"QUAERO dev": ("open-umls", benchmark.quaero_set), "NCBI-disease dev": ("ctd-medic", benchmark.ncbi_set)}
 
 
+def _mixed(trained: Path, weight: float, out: Path) -> str | Path:
+    """The encoder at `weight`: the checkpoints themselves at 0 and 1, else their mix written to `out`."""
+    if weight == 0.0:
+        return DEFAULT
+    if weight == 1.0:
+        return trained
+    return interpolate_checkpoints(bundled_e5_path(), trained, weight, out)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trained", type=Path, required=True, help="the SAP-trained checkpoint directory")
@@ -41,16 +52,15 @@ def main() -> None:
         evaluators[name] = DenseDevEvaluator(kb, query_set(args.data, kb, "dev"))
     scores = {}
     for weight in [0.0, *args.weights]:
-        if weight in (0.0, 1.0):  # the checkpoints themselves
-            encoder = open_encoder(DEFAULT if weight == 0.0 else args.trained)
-        else:
-            out = default_cache_dir() / "train" / f"{args.trained.name}-w{weight:g}"
-            encoder = open_encoder(interpolate_checkpoints(bundled_e5_path(), args.trained, weight, out))
-        scores[weight] = {name: evaluate(encoder) for name, evaluate in evaluators.items()}
+        with tempfile.TemporaryDirectory() as scratch:
+            encoder = open_encoder(_mixed(args.trained, weight, Path(scratch) / "mix"))
+            scores[weight] = {name: evaluate(encoder) for name, evaluate in evaluators.items()}
         print(f"w = {weight}: {scores[weight]}", flush=True)
     english = "NCBI-disease dev"
     allowed = [w for w in scores if scores[w][english] >= scores[0.0][english]]
     chosen = max(allowed, key=lambda w: sum(scores[w].values()))
+    kept = _mixed(args.trained, chosen, default_cache_dir() / "train" / f"{args.trained.name}-w{chosen:g}")
+    print(f"chosen w = {chosen:g}: {kept}", flush=True)
     lines = [f"## {time.strftime('%Y-%m-%d')} — SAP interpolation weight, dev only (commit `{commit()}`)", "",
              (f"Command: `python benchmarks/tune_interpolation.py --trained {args.trained} --weights "
              f"{' '.join(f'{w:g}' for w in args.weights)}` · machine: {machine()}"), "",

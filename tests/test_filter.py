@@ -115,5 +115,8 @@ def test_bad_filter_directories(tmp_path):
     with pytest.raises(BabelinkError, match="not a babelink context filter"):
         ContextFilter(tmp_path)
     (tmp_path / SETTINGS_FILE).write_text(json.dumps({"window": 2, "unknown": 1}))
-    with pytest.raises(BabelinkError, match="invalid filter settings"):
+    with pytest.raises(BabelinkError, match="invalid context filter settings"):
+        ContextFilter(tmp_path)
+    (tmp_path / SETTINGS_FILE).write_text("[2]")
+    with pytest.raises(BabelinkError, match="expected a JSON object"):
         ContextFilter(tmp_path)

@@ -24,9 +24,9 @@ from pathlib import Path
 
 import torch
 
+from babelink.checkpoint import cpu_autocast_dtype, inference_device, read_settings
 from babelink.detect.crf import CRF, bio_constraints
 from babelink.detect.tokenize import Token, joinable, tokenize
-from babelink.encoders.transformer import cpu_has_native_bf16
 from babelink.errors import BabelinkError
 
 SETTINGS_FILE = "babelink_ner.json"
@@ -77,6 +77,10 @@ class NerTagger(torch.nn.Module):
         return {name: value for name, value in self.state_dict().items() if not name.startswith("encoder.")}
 
 
+def _ner_settings(fields: dict) -> NerSettings:
+    return NerSettings(**{**fields, "labels": tuple(fields["labels"])})
+
+
 class NerDetector:
     """`MentionDetector` over a trained tagger directory; spans of every type are returned."""
 
@@ -84,19 +88,11 @@ class NerDetector:
 
     def __init__(self, path: str | Path, device: str | None = None):
         self.path = Path(path).absolute()
-        settings_path = self.path / SETTINGS_FILE
-        if not settings_path.is_file():
-            raise BabelinkError(f"{self.path}: not a babelink NER model (no {SETTINGS_FILE}); "
-                                "train one with `babelink train ner`")
-        try:
-            settings = json.loads(settings_path.read_text(encoding="utf-8"))
-            self.settings = NerSettings(**{**settings, "labels": tuple(settings["labels"])})
-        except (TypeError, ValueError, KeyError) as error:
-            raise BabelinkError(f"{settings_path}: invalid NER settings ({error})") from None
+        self.settings = read_settings(self.path, SETTINGS_FILE, _ner_settings, "NER model", "babelink train ner")
         from safetensors.torch import load_file
         from transformers import AutoModel, AutoTokenizer
 
-        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        self.device = inference_device(device)
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(self.path, local_files_only=True)
             encoder = AutoModel.from_pretrained(self.path, local_files_only=True)
@@ -107,7 +103,7 @@ class NerDetector:
         if loaded.unexpected_keys or any(not key.startswith("encoder.") for key in loaded.missing_keys):
             raise BabelinkError(f"{self.path / HEAD_FILE}: not a head for {len(self.settings.labels)} labels")
         self.model.to(self.device).eval()
-        self._autocast = torch.bfloat16 if self.device.type == "cpu" and cpu_has_native_bf16() else None
+        self._autocast = cpu_autocast_dtype(self.device)
 
     def detect(self, texts: Sequence[str]) -> list[list[tuple[int, int]]]:
         return [[(start, end) for start, end, _ in found] for found in self.entities(texts)]

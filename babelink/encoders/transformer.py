@@ -10,13 +10,13 @@ Nothing is ever downloaded: the path must be a local checkpoint.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
+from babelink.checkpoint import cpu_autocast_dtype, inference_device, read_json_object
 from babelink.errors import BabelinkError
 
 #: Optional file in a checkpoint directory giving its `EncoderSettings` (written by `babelink train`).
@@ -46,24 +46,14 @@ def settings_for(path: Path, **overrides) -> EncoderSettings:
     pooling config, else the defaults; explicit `overrides` (not None) win."""
     stored: dict = {}
     if (path / SETTINGS_FILE).is_file():
-        stored = _read_json(path / SETTINGS_FILE)
+        stored = read_json_object(path / SETTINGS_FILE)
         unknown = set(stored) - set(EncoderSettings.__dataclass_fields__)
         if unknown:
             raise BabelinkError(f"{path / SETTINGS_FILE}: unknown field(s) {sorted(unknown)}")
     elif (path / "1_Pooling" / "config.json").is_file():
-        pooling = _read_json(path / "1_Pooling" / "config.json")
+        pooling = read_json_object(path / "1_Pooling" / "config.json")
         stored = {"pooling": "mean" if pooling.get("pooling_mode_mean_tokens") else "cls"}
     return replace(EncoderSettings(**stored), **{key: value for key, value in overrides.items() if value is not None})
-
-
-def _read_json(path: Path) -> dict:
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise BabelinkError(f"{path}: unreadable ({error})") from None
-    if not isinstance(value, dict):
-        raise BabelinkError(f"{path}: expected a JSON object")
-    return value
 
 
 class TransformerEncoder:
@@ -83,7 +73,7 @@ class TransformerEncoder:
         except ImportError as error:
             raise BabelinkError(f"dense encoders need {error.name}: pip install babelink (with its dependencies)") from None
         self._torch = torch
-        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        self.device = inference_device(device)
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(self.path, local_files_only=True)
             self.model = _load_model(AutoModel, self.path).to(self.device).eval()
@@ -95,10 +85,7 @@ class TransformerEncoder:
     def _choose_autocast(self):
         torch, precision = self._torch, self.settings.precision
         if precision == "auto":
-            if self.device.type == "cuda":
-                precision = "fp16"
-            else:
-                precision = "bf16" if torch.backends.mkldnn.is_available() and cpu_has_native_bf16() else "fp32"
+            return torch.float16 if self.device.type == "cuda" else cpu_autocast_dtype(self.device)
         return {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
 
     @property
@@ -158,15 +145,6 @@ def _load_model(auto_model, path: Path):
 def _mean_pool(hidden, mask):
     mask = mask.unsqueeze(-1).to(hidden.dtype)
     return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
-
-
-def cpu_has_native_bf16() -> bool:
-    """bf16 autocast is 3× faster than fp32 on CPUs with AVX512-BF16/AMX and slower on the rest."""
-    try:
-        flags = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
-    return " avx512_bf16" in flags or " amx_bf16" in flags
 
 
 def checkpoint_fingerprint(path: Path) -> str:

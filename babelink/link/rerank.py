@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
+from babelink.checkpoint import cpu_autocast_dtype, inference_device, read_settings
 from babelink.detect.tokenize import tokenize
-from babelink.encoders.transformer import cpu_has_native_bf16
 from babelink.errors import BabelinkError
 
 SETTINGS_FILE = "babelink_filter.json"
@@ -60,26 +60,20 @@ def _take(tokens, window: int) -> list:
 class ContextFilter:
     def __init__(self, path: str | Path, device: str | None = None):
         self.path = Path(path).absolute()
-        settings_path = self.path / SETTINGS_FILE
-        if not settings_path.is_file():
-            raise BabelinkError(f"{self.path}: not a babelink context filter (no {SETTINGS_FILE}); "
-                                "train one with `babelink train filter`")
-        try:
-            self.settings = FilterSettings(**json.loads(settings_path.read_text(encoding="utf-8")))
-        except (TypeError, ValueError) as error:
-            raise BabelinkError(f"{settings_path}: invalid filter settings ({error})") from None
+        self.settings = read_settings(self.path, SETTINGS_FILE, lambda fields: FilterSettings(**fields),
+                                      "context filter", "babelink train filter")
         import torch
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
         self._torch = torch
-        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        self.device = inference_device(device)
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(self.path, local_files_only=True)
             self.model = AutoModelForSequenceClassification.from_pretrained(self.path, local_files_only=True)
         except (OSError, ValueError) as error:
             raise BabelinkError(f"{self.path}: cannot load the filter checkpoint: {error}") from None
         self.model.to(self.device).eval()
-        self._autocast = torch.bfloat16 if self.device.type == "cpu" and cpu_has_native_bf16() else None
+        self._autocast = cpu_autocast_dtype(self.device)
 
     def probabilities(self, windows: Sequence[str], concept_names: Sequence[str]) -> np.ndarray:
         """P(relevant) for each (window, concept name) pair, batched by length."""

@@ -1,0 +1,63 @@
+"""What every babelink model directory loader shares: its settings file, its device, its precision.
+
+The encoder, the NER detector and the context filter are each a transformers checkpoint plus a
+small JSON settings file; they read that file, pick a device and choose an autocast precision
+the same way, here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+from babelink.errors import BabelinkError
+
+Settings = TypeVar("Settings")
+
+
+def read_json_object(path: Path) -> dict:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise BabelinkError(f"{path}: unreadable ({error})") from None
+    if not isinstance(value, dict):
+        raise BabelinkError(f"{path}: expected a JSON object")
+    return value
+
+
+def read_settings(directory: Path, file_name: str, make: Callable[[dict], Settings], kind: str, trainer: str) -> Settings:
+    """`make(fields)` of `directory/file_name`; a missing file says which command makes a `kind`,
+    and fields `make` rejects name the file."""
+    path = directory / file_name
+    if not path.is_file():
+        raise BabelinkError(f"{directory}: not a babelink {kind} (no {file_name}); train one with `{trainer}`")
+    fields = read_json_object(path)
+    try:
+        return make(fields)
+    except (TypeError, ValueError, KeyError) as error:
+        raise BabelinkError(f"{path}: invalid {kind} settings ({error})") from None
+
+
+def inference_device(device: str | None = None):
+    """`device` if given, else the GPU where one is present, else the CPU."""
+    import torch
+
+    return torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+
+
+def cpu_autocast_dtype(device):
+    """bf16 on CPUs that compute it natively (3× faster there than fp32), else None: full precision."""
+    import torch
+
+    return torch.bfloat16 if device.type == "cpu" and cpu_has_native_bf16() and torch.backends.mkldnn.is_available() else None
+
+
+def cpu_has_native_bf16() -> bool:
+    """bf16 autocast is 3× faster than fp32 on CPUs with AVX512-BF16/AMX and slower on the rest."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return " avx512_bf16" in flags or " amx_bf16" in flags
