@@ -1,9 +1,18 @@
-"""String normalisation shared by indexing and querying (000 §4.2: lower case, no delimiters)."""
+"""String normalisation shared by indexing and querying (000 §4.2: lower case, no delimiters).
+
+Beyond 000's lower-casing, traditional Han characters are folded to simplified ones (OpenCC
+`t2s`), as letters are case-folded: Chinese Wikipedia, Taiwanese and Hong Kong text is written
+in traditional characters while KBs mostly carry simplified Chinese names (黃斑部水腫 vs
+黄斑水肿). Both sides are folded, so Japanese names and mentions stay comparable with each other.
+"""
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
+
+import regex
 
 from babelink.errors import InvalidInputError
 
@@ -25,11 +34,22 @@ class _DelimiterTable(dict):
 
 
 _DELIMITERS = _DelimiterTable()
+_HAN = regex.compile(r"\p{Han}")
+
+
+@functools.cache
+def _traditional_to_simplified():
+    import opencc
+
+    return opencc.OpenCC("t2s")
 
 
 def normalize_name(text: str) -> str:
-    """NFKC, case-folded, delimiters replaced by spaces, whitespace collapsed and stripped."""
+    """NFKC, case-folded, Han folded to simplified, delimiters replaced by spaces, whitespace
+    collapsed and stripped."""
     folded = unicodedata.normalize("NFKC", text).casefold()
+    if _HAN.search(folded):
+        folded = _traditional_to_simplified().convert(folded)
     return _SPACE.sub(" ", folded.translate(_DELIMITERS)).strip()
 
 

@@ -14,7 +14,9 @@ from babelink.text import MAX_MENTION_CHARS, check_mention, normalize_name
         ("Diabète (type 2)", "diabète type 2"),  # accents are kept: they distinguish words
         ("non-small-cell", "non small cell"),
         ("Straße", "strasse"),  # case folding, not just lower()
-        ("異物堵塞。", "異物堵塞"),
+        ("異物堵塞。", "异物堵塞"),  # traditional Han folded to simplified
+        ("黃斑部水腫", "黄斑部水肿"),
+        ("アルサス型反応", "アルサス型反応"),  # kana and Japanese-only kanji are left alone
         ("שלום, עולם", "שלום עולם"),
         ("a\u200bb\tc", "a b c"),  # format characters and tabs are delimiters
         ("!!!", ""),
@@ -22,6 +24,11 @@ from babelink.text import MAX_MENTION_CHARS, check_mention, normalize_name
 )
 def test_normalize_name(raw, expected):
     assert normalize_name(raw) == expected
+
+
+def test_traditional_and_simplified_chinese_names_match():
+    assert normalize_name("後天性免疫不全症候群") == normalize_name("后天性免疫不全症候群")
+    assert normalize_name("濕疹") == normalize_name("湿疹")
 
 
 def test_check_mention_rejects_bad_mentions():

@@ -33,7 +33,7 @@ from babelink.kb.store import load_kb, save_kb
 from babelink.link.annotations import DftRecord
 from babelink.link.candidates import HybridParams
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3  # 3: names and mentions fold traditional Han to simplified
 MANIFEST = "manifest.json"
 RETRIEVERS = ("sparse", "dense", "hybrid")
 DFT_DOCUMENTS = "dft_documents.txt"
