@@ -34,7 +34,7 @@ class _DelimiterTable(dict):
 
 
 _DELIMITERS = _DelimiterTable()
-_HAN = regex.compile(r"\p{Han}")
+_HAN_RUN = regex.compile(r"\p{Han}+")
 
 
 @functools.cache
@@ -48,8 +48,8 @@ def normalize_name(text: str) -> str:
     """NFKC, case-folded, Han folded to simplified, delimiters replaced by spaces, whitespace
     collapsed and stripped."""
     folded = unicodedata.normalize("NFKC", text).casefold()
-    if _HAN.search(folded):
-        folded = _traditional_to_simplified().convert(folded)
+    # Only Han runs reach OpenCC: it rejects lone surrogates, and its t2s phrases are all Han.
+    folded = _HAN_RUN.sub(lambda run: _traditional_to_simplified().convert(run[0]), folded)
     return _SPACE.sub(" ", folded.translate(_DELIMITERS)).strip()
 
 

@@ -29,6 +29,7 @@ def test_normalize_name(raw, expected):
 def test_traditional_and_simplified_chinese_names_match():
     assert normalize_name("後天性免疫不全症候群") == normalize_name("后天性免疫不全症候群")
     assert normalize_name("濕疹") == normalize_name("湿疹")
+    assert normalize_name("\ud800濕疹") == "\ud800湿疹"  # a lone surrogate (undecodable input) is kept, not fatal
 
 
 def test_check_mention_rejects_bad_mentions():
