@@ -3,10 +3,7 @@
 Three layouts, chosen at build time and recorded in the bundle manifest:
 - `flat`: exact search, 4·dim bytes per name; the reference.
 - `hnsw` (default): graph search over the same vectors, sub-linear query time, ~15% more
-  memory; the default (BENCHMARKS.md has normalization runs with each). Its search breadth
-  `ef_search` is calibrated at build time against exact search (`_calibrate_ef_search`): an
-  encoder trained to pull synonyms together packs names more densely, and a fixed breadth that
-  suits one encoder loses neighbours with another.
+  memory; the default (BENCHMARKS.md has normalization runs with each).
 - `ivfpq`: OPQ rotation + inverted lists + product quantisation, `pq_bytes` per name, for UMLS
   scale (15M names); `benchmarks/dense_scale.py` measures its recall against `flat`.
 Files are memory-mapped on load, so several processes serving one bundle share the pages.
@@ -17,7 +14,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -29,8 +26,6 @@ PARAMS_FILE = "dense_params.json"
 KINDS = ("flat", "hnsw", "ivfpq")
 #: Product quantisers with 8-bit codes learn 256 centroids per sub-space.
 _PQ_MIN_TRAINING = 256 * 39
-#: HNSW search breadths tried by the calibration, narrowest (fastest) first.
-EF_LADDER = (64, 128, 256, 512, 1024)
 
 
 @dataclass(frozen=True)
@@ -38,8 +33,7 @@ class DenseParams:
     kind: str = "hnsw"
     hnsw_m: int = 32  # graph neighbours per node
     ef_construction: int = 200
-    ef_search: int = 0  # 0: the smallest of EF_LADDER whose recall against exact search reaches ef_recall
-    ef_recall: float = 0.99
+    ef_search: int = 128
     nlist: int = 0  # inverted lists; 0 picks 4·√n
     pq_bytes: int = 96  # PQ sub-quantisers of 8 bits = code bytes per name
     nprobe: int = 64  # inverted lists visited per query
@@ -84,8 +78,6 @@ class DenseNameIndex:
                 sample = vectors[np.random.default_rng(seed).choice(count, params.training_sample, replace=False)]
             index.train(sample)
         index.add(vectors)
-        if params.kind == "hnsw" and not params.ef_search:
-            params = replace(params, ef_search=_calibrate_ef_search(index, vectors, params.ef_recall, seed))
         return cls(params, index)
 
     @staticmethod
@@ -146,28 +138,6 @@ class DenseNameIndex:
         except RuntimeError as error:
             raise BabelinkError(f"{directory / INDEX_FILE}: unreadable FAISS index ({str(error).splitlines()[0]})") from None
         return cls(params, index)
-
-
-def _calibrate_ef_search(index, vectors: np.ndarray, target: float, seed: int, probes: int = 1000, k: int = 32) -> int:
-    """The narrowest `EF_LADDER` breadth at which HNSW finds `target` of the exact top-`k`
-    neighbours of `probes` stored names (each name's own row left out): names stand in for the
-    mentions a bundle will be queried with, which are not known at build time."""
-    faiss = _faiss()
-    rows = np.random.default_rng(seed).choice(len(vectors), min(probes, len(vectors)), replace=False)
-    queries = vectors[rows]
-    k = min(k, len(vectors) - 1)
-    if k < 1:
-        return EF_LADDER[0]
-    _, exact = faiss.knn(queries, vectors, k + 1, metric=faiss.METRIC_INNER_PRODUCT)
-    expected = [set(hits) - {row} for hits, row in zip(exact.tolist(), rows.tolist())]
-    hnsw = faiss.downcast_index(index).hnsw
-    for ef in EF_LADDER:
-        hnsw.efSearch = ef
-        found = index.search(queries, k + 1)[1].tolist()
-        recall = sum(len(want & set(hits)) for want, hits in zip(expected, found)) / sum(map(len, expected))
-        if recall >= target:
-            return ef
-    return EF_LADDER[-1]
 
 
 def embed_strings(
