@@ -124,7 +124,7 @@ def build_bundle(
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
-        files, strings, dense_params = _write_indexes(kb, staging, sparse_params, dense_encoder, dense_params, progress)
+        files, strings = _write_indexes(kb, staging, sparse_params, dense_encoder, dense_params, progress)
         manifest = {
             "format_version": FORMAT_VERSION,
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -141,7 +141,7 @@ def build_bundle(
             manifest["hybrid"] = asdict(hybrid_params or HybridParams())
         if spans is not None:
             # training spans number thousands, not millions: an exact index whatever the KB's
-            spans_files, spans_strings, _ = _write_indexes(spans, staging / "spans", sparse_params, dense_encoder,
+            spans_files, spans_strings = _write_indexes(spans, staging / "spans", sparse_params, dense_encoder,
                                                         DenseParams(kind="flat"), None)
             files += spans_files
             manifest["spans"] = {"concepts": len(spans), "names": spans.num_names, "strings": spans_strings,
@@ -161,10 +161,8 @@ def build_bundle(
     return out
 
 
-def _write_indexes(kb, directory: Path, sparse_params, encoder, dense_params,
-                   progress) -> tuple[list[Path], int, DenseParams]:
-    """KB tables, name strings, TF-IDF and (with an encoder) FAISS index under `directory`; returns
-    the files, the number of name strings and the dense parameters as built (calibrated)."""
+def _write_indexes(kb, directory: Path, sparse_params, encoder, dense_params, progress) -> tuple[list[Path], int]:
+    """KB tables, name strings, TF-IDF and (with an encoder) FAISS index under `directory`."""
     directory.mkdir(exist_ok=True)
     files = save_kb(kb, directory / "kb")
     names = NameTable.from_kb(kb)
@@ -176,10 +174,8 @@ def _write_indexes(kb, directory: Path, sparse_params, encoder, dense_params,
         tick = (lambda done: progress("encoding names", done, len(names))) if progress else None
         vectors = embed_strings(encoder.encode, names.strings, progress=tick)
         (directory / "dense").mkdir()
-        index = DenseNameIndex.build(vectors, dense_params)
-        files += index.save(directory / "dense")
-        dense_params = index.params
-    return files, len(names), dense_params
+        files += DenseNameIndex.build(vectors, dense_params).save(directory / "dense")
+    return files, len(names)
 
 
 def read_manifest(path: str | Path) -> dict:
