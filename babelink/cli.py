@@ -363,7 +363,6 @@ def train_sap(
     beta: Annotated[float, typer.Option("--beta", help="MS loss negative temperature.")] = 50.0,
     epsilon: Annotated[float, typer.Option("--epsilon", help="MS loss similarity offset.")] = 1.0,
     seed: Annotated[int, typer.Option("--seed")] = 0,
-    hard_share: Annotated[float, typer.Option("--hard-share", min=0.0, max=1.0, help="Share of each batch filled with pairs of alike concepts (k-means over the starting encoder's vectors; 004 §3 mixes hard and random 1:1 = 0.5).")] = 0.0,
     eval_set: Annotated[str | None, typer.Option("--eval", help="Dev set scored on --kb to keep the best checkpoint: quaero-dev, ncbi-dev or bc5cdr-dev.")] = None,
     eval_data: Annotated[Path, typer.Option("--eval-data", help="Directory holding the benchmark data (bench/…).")] = Path("../shared/data"),
     eval_every: Annotated[int, typer.Option("--eval-every", min=1, help="Steps between dev evaluations.")] = 200,
@@ -400,7 +399,7 @@ def train_sap(
     settings = settings_for(init_path, **(E5_SETTINGS if init == DEFAULT else {}))
     config = SapConfig(learning_rate=learning_rate, batch_pairs=batch_pairs, margin=margin, alpha=alpha, beta=beta,
                        epsilon=epsilon, epochs=epochs, max_steps=max_steps, max_minutes=max_minutes,
-                       freeze_embeddings=freeze_embeddings, seed=seed, hard_share=hard_share)
+                       freeze_embeddings=freeze_embeddings, seed=seed)
     trainer = SapTrainer(init_path, positives, out, config, settings)
     typer.echo(f"training on {len(positives):,} positive pairs, {trainer.total_steps:,} steps"
                + (f", resuming at step {trainer.state.step:,}" if trainer.state.step else ""), err=True)

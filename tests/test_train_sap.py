@@ -2,7 +2,6 @@
 
 import json
 import math
-from dataclasses import replace
 
 import pytest
 import torch
@@ -57,15 +56,12 @@ def _kill_after(step):
     return progress
 
 
-@pytest.mark.parametrize("hard_share", [0.0, 0.5], ids=["random batches", "hard batches"])
-def test_resume_after_a_kill_continues_bit_identically(tiny_encoder_dir, tmp_path, hard_share):
-    config = replace(CONFIG, hard_share=hard_share)
-    SapTrainer(tiny_encoder_dir, PAIRS, tmp_path / "straight", config, SETTINGS).train()
+def test_resume_after_a_kill_continues_bit_identically(tiny_encoder_dir, tmp_path):
+    SapTrainer(tiny_encoder_dir, PAIRS, tmp_path / "straight", CONFIG, SETTINGS).train()
     with pytest.raises(Killed):  # dies at step 12; the last resume point is step 10
-        SapTrainer(tiny_encoder_dir, PAIRS, tmp_path / "resumed", config, SETTINGS).train(_kill_after(12))
-    second = SapTrainer(tiny_encoder_dir, PAIRS, tmp_path / "resumed", config, SETTINGS)
+        SapTrainer(tiny_encoder_dir, PAIRS, tmp_path / "resumed", CONFIG, SETTINGS).train(_kill_after(12))
+    second = SapTrainer(tiny_encoder_dir, PAIRS, tmp_path / "resumed", CONFIG, SETTINGS)
     assert second.state.step == 10
-    assert (second.clusters is None) == (hard_share == 0.0)
     second.train()
     straight, resumed = _weights(tmp_path / "straight"), _weights(tmp_path / "resumed")
     assert straight.keys() == resumed.keys()

@@ -33,7 +33,6 @@ import torch
 from babelink.encoders.transformer import SETTINGS_FILE, EncoderSettings, TransformerEncoder
 from babelink.errors import BabelinkError
 from babelink.fsutil import write_directory
-from babelink.train.batches import class_clusters, hard_batch_order
 from babelink.train.losses import hard_pairs, multi_similarity_loss
 from babelink.train.optim import adamw_with_linear_schedule
 from babelink.train.pairs import PositivePair
@@ -63,7 +62,6 @@ class SapConfig:
     freeze_embeddings: bool = False
     seed: int = 0
     checkpoint_every: int = 200
-    hard_share: float = 0.0  # share of each batch drawn from one cluster of alike classes (`batches`)
 
 
 @dataclass
@@ -84,8 +82,6 @@ class SapTrainer:
         self.out = Path(out)
         self.pairs = list(pairs)
         self.labels = {label: index for index, label in enumerate(dict.fromkeys(p.label for p in self.pairs))}
-        self.pair_classes = np.array([self.labels[p.label] for p in self.pairs], dtype=np.int64)
-        self.clusters: np.ndarray | None = None  # cluster of each class, for hard batches
         resume = self.out / RESUME_DIR
         start_from = resume if (resume / STATE_FILE).is_file() else Path(init)
         self.encoder = TransformerEncoder(start_from, settings, device=device)
@@ -100,8 +96,6 @@ class SapTrainer:
         self.state = TrainingState(loss_history=[], evaluations=[])
         if start_from == resume:
             self._load_state(resume)
-        elif config.hard_share > 0:
-            self.clusters = self._cluster_classes()
 
     @property
     def batches_per_epoch(self) -> int:
@@ -117,21 +111,9 @@ class SapTrainer:
         np.random.seed(seed)
         torch.manual_seed(seed)
 
-    def _cluster_classes(self) -> np.ndarray:
-        """Clusters of about one batch's hard part of classes, by the starting encoder's vector of
-        each class's first name."""
-        first_names: dict[str, str] = {}
-        for pair in self.pairs:
-            first_names.setdefault(pair.label, pair.first)
-        cluster_size = max(2, round(self.config.hard_share * self.config.batch_pairs))
-        return class_clusters(self.encoder.encode, list(first_names.values()), cluster_size, self.config.seed)
-
     def _epoch_order(self, epoch: int) -> np.ndarray:
-        """The pair order of an epoch depends only on the seed, the epoch and the clusters: resumable."""
-        rng = np.random.default_rng([self.config.seed, epoch])
-        if self.clusters is None:
-            return rng.permutation(len(self.pairs))
-        return hard_batch_order(self.pair_classes, self.clusters, self.config.batch_pairs, self.config.hard_share, rng)
+        """The pair order of an epoch depends only on the seed and the epoch: resumable."""
+        return np.random.default_rng([self.config.seed, epoch]).permutation(len(self.pairs))
 
     def loss(self, batch: Sequence[PositivePair]) -> torch.Tensor:
         names = [p.first for p in batch] + [p.second for p in batch]
@@ -221,8 +203,7 @@ class SapTrainer:
             self._save_encoder(directory)
             torch.save({"state": asdict(self.state), "optimizer": self.optimizer.state_dict(),
                         "scheduler": self.scheduler.state_dict(), "scaler": self.scaler.state_dict(), "rng": _rng_states(),
-                        "labels": len(self.labels), "pairs": len(self.pairs), "clusters": self.clusters},
-                       directory / STATE_FILE)
+                        "labels": len(self.labels), "pairs": len(self.pairs)}, directory / STATE_FILE)
 
         self.out.mkdir(parents=True, exist_ok=True)
         write_directory(self.out / RESUME_DIR, save)
@@ -236,7 +217,6 @@ class SapTrainer:
         self.scheduler.load_state_dict(saved["scheduler"])
         self.scaler.load_state_dict(saved["scaler"])
         self.state = TrainingState(**saved["state"])
-        self.clusters = saved.get("clusters")
         _set_rng_states(saved["rng"])
 
 
