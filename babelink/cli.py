@@ -60,6 +60,8 @@ def build(
     pooling: Annotated[str | None, typer.Option("--pooling", help="cls|mean; default: the checkpoint's babelink_encoder.json, else cls.")] = None,
     prefix: Annotated[str | None, typer.Option("--prefix", help="Text prepended to every name and mention before encoding.")] = None,
     index: Annotated[IndexKind, typer.Option("--index", help="FAISS layout: exact, graph (default), or compressed (UMLS scale).")] = IndexKind.hnsw,
+    ef_search: Annotated[int | None, typer.Option("--ef-search", min=1, help="hnsw: search breadth (default 128); wider finds more true neighbours, slower (BENCHMARKS.md).")] = None,
+    nprobe: Annotated[int | None, typer.Option("--nprobe", min=1, help="ivfpq: inverted lists visited per query (default 64); more recall, slower.")] = None,
     spans_from: Annotated[Path | None, typer.Option("--spans-from", help="Annotated documents (PubTator file or brat directory) for a labeled-span index searched before the KB.")] = None,
     switch_threshold: Annotated[float | None, typer.Option("--switch-threshold", help="Score a labeled span needs to be used before the KB.")] = None,
     dft_from: Annotated[Path | None, typer.Option("--dft-from", help="Annotated documents whose mentions extend the KB names (dictionary fine-tuning).")] = None,
@@ -84,10 +86,12 @@ def build(
     dft = None
     if dft_from is not None:
         knowledge_base, dft = annotations.apply_dft(knowledge_base, dft_from, dft_ratio, dft_seed)
+    search_breadth = {name: value for name, value in (("ef_search", ef_search), ("nprobe", nprobe)) if value is not None}
+    dense_params = DenseParams(kind=index.value, **search_breadth)
     with progress_bar("indexing") as progress:
         path = build_bundle(
             knowledge_base, out, retriever=retriever.value, encoder=encoder,
-            encoder_settings={"pooling": pooling, "prefix": prefix}, dense_params=DenseParams(kind=index.value),
+            encoder_settings={"pooling": pooling, "prefix": prefix}, dense_params=dense_params,
             spans=spans, switch_threshold=DEFAULT_SWITCH_THRESHOLD if switch_threshold is None else switch_threshold,
             dft=dft, kb_source=source_info,
             progress=progress,

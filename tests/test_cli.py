@@ -142,8 +142,10 @@ def test_train_sap_output_is_an_encoder_build_accepts(tmp_path, tiny_encoder_dir
     assert result.returncode == 0, result.stderr
     assert "training on 5 positive pairs, 2 steps" in result.stderr
     assert json.loads((out / "sap_config.json").read_text())["steps"] == 2
-    result = babelink("build", "--kb", tmp_path / "MRCONSO.RRF", "--out", tmp_path / "bundle", "--encoder", out)
+    result = babelink("build", "--kb", tmp_path / "MRCONSO.RRF", "--out", tmp_path / "bundle", "--encoder", out,
+                      "--ef-search", "300")
     assert result.returncode == 0, result.stderr
+    assert json.loads((tmp_path / "bundle" / "manifest.json").read_text())["dense"]["index"]["ef_search"] == 300
     result = babelink("train", "sap", "--out", out)
     assert result.returncode == 1 and "give --kb" in result.stderr
     result = babelink("train", "sap", "--kb", tmp_path / "MRCONSO.RRF", "--synonyms", "none", "--pairs",
