@@ -3,7 +3,7 @@
     python benchmarks/hnsw_breadth.py [--encoder default|DIR] [--data ../shared/data] [--no-write]
 
 One open-umls bundle (the graph does not depend on the breadth, which is a query-time setting),
-queried with the 5,000 XL-BEL v0.0 mentions at each `ef_search`: neighbour recall@32 against exact
+queried with the in-KB XL-BEL v0.0 mentions at each `ef_search`: neighbour recall@32 against exact
 search over the same vectors, in-KB Acc@1 per language (dense and default hybrid), and hybrid
 `normalize` mentions/s (uncached encoder, so every breadth pays the same encoding). Baseline: the
 default breadth, same run.
@@ -71,7 +71,7 @@ def main() -> None:
     lines = [f"## {time.strftime('%Y-%m-%d')} — HNSW search breadth (commit `{commit()}`)", "",
              f"Command: `python benchmarks/hnsw_breadth.py --encoder {args.encoder}` · machine: {machine()}", "",
              (f"open-umls bundle ({len(bundle.dense):,} name vectors, HNSW{bundle.dense.params.hnsw_m}), encoder "
-             f"`{args.encoder}`; {len(vectors):,} XL-BEL v0.0 mentions, Acc@1 on the in-KB ones (mean over "
+             f"`{args.encoder}`; the {len(vectors):,} in-KB XL-BEL v0.0 mentions, Acc@1 (mean over "
              f"{', '.join(languages)}); recall@{K} of the index's neighbours against exact search. "
              f"Baseline: `ef_search` {DenseParams.ef_search} (the default), same run."), "",
              ("| ef_search | recall@32 vs exact | ms/mention, search | dense mean Acc@1 | hybrid mean Acc@1 "
