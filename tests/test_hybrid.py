@@ -13,8 +13,9 @@ from babelink.formats.pubtator import write_pubtator
 from babelink.kb.base import KnowledgeBase, KnowledgeBaseBuilder
 from babelink.link.annotations import DFT_SOURCE, apply_dft, dft_split, mention_pairs, span_kb
 from babelink.link.bundle import MANIFEST, build_bundle, load_bundle
-from babelink.link.candidates import HybridParams
+from babelink.link.candidates import Candidate, HybridParams
 from babelink.link.pipeline import Linker
+from babelink.link.switching import SwitchingGenerator
 
 
 @pytest.fixture(scope="module")
@@ -127,6 +128,28 @@ def test_index_switching_prefers_confident_labeled_spans(kb, tiny_encoder_dir, t
     never = Linker(bundle)
     never.generator.threshold = 2.0  # a threshold no score reaches: the KB alone answers
     assert never.normalize("MI", top_k=3) == [c for c in never.generator.kb.generate(["MI"], 3)[0]]
+
+
+class _Fixed:
+    """A generator answering every mention with the same ranked candidates."""
+
+    def __init__(self, *scored: tuple[str, float]):
+        self.candidates = [Candidate(concept_id, concept_id, concept_id, score) for concept_id, score in scored]
+
+    def generate(self, mentions, top_k):
+        return [self.candidates[:top_k] for _ in mentions]
+
+
+def test_a_confident_span_yields_to_a_better_kb_match():
+    spans = _Fixed(("SPAN", 0.98), ("SPAN2", 0.90))
+    beaten = SwitchingGenerator(spans, _Fixed(("KB", 0.99), ("SPAN", 0.80)), threshold=0.97)
+    assert [(c.concept_id, c.index) for c in beaten.generate(["m"], 3)[0]] == [("KB", "kb"), ("SPAN", "kb")]
+    tied = SwitchingGenerator(spans, _Fixed(("KB", 0.98)), threshold=0.97)
+    assert [(c.concept_id, c.index) for c in tied.generate(["m"], 3)[0]] == [("SPAN", "spans"), ("KB", "kb")]
+    below = SwitchingGenerator(spans, _Fixed(("KB", 0.5)), threshold=0.99)
+    assert [c.concept_id for c in below.generate(["m"], 3)[0]] == ["KB"]
+    empty_kb = SwitchingGenerator(spans, _Fixed(), threshold=0.97)
+    assert [c.concept_id for c in empty_kb.generate(["m"], 3)[0]] == ["SPAN"]
 
 
 def test_dft_split_is_seeded_and_independent_of_order():

@@ -2,8 +2,13 @@
 
 Spans annotated in training documents carry the corpus's own wording and the concept the
 annotators chose for it, which a KB-wide search can miss (an abbreviation, a corpus-specific
-synonym). When the best span match scores at least `threshold`, its concepts rank first and the
-KB's candidates fill the remaining places; below it, the KB's candidates alone are returned.
+synonym). The span index answers when its best match scores at least `threshold` *and* at
+least the KB's best match: a near-miss span ("type I von Willebrand disease" for "type IID …",
+"spinal cerebellar ataxia" for "cerebellar ataxia") must not outrank a KB name that matches
+better. Its concepts then rank first and the KB's fill the remaining places; otherwise the KB's
+candidates alone are returned. The comparison raised Acc@1 on NCBI-disease and BC5CDR-Disease
+dev (BENCHMARKS.md, `tune_hybrid.py`): both indexes score with the same encoder and fusion, so
+their scores compare.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ class SwitchingGenerator:
         return [self._merge(spans, kb, top_k) for spans, kb in zip(span_results, kb_results)]
 
     def _merge(self, spans: list[Candidate], kb: list[Candidate], top_k: int) -> list[Candidate]:
-        confident = [replace(candidate, index="spans") for candidate in spans if candidate.score >= self.threshold]
+        floor = max(self.threshold, kb[0].score if kb else self.threshold)
+        confident = [replace(candidate, index="spans") for candidate in spans if candidate.score >= floor]
         seen = {candidate.concept_id for candidate in confident}
         return (confident + [candidate for candidate in kb if candidate.concept_id not in seen])[:top_k]
