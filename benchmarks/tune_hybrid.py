@@ -98,7 +98,7 @@ def main() -> None:
                      + f" | {mark}{sum(scores) / len(scores):.3f}{mark} |")
     lines += ["", f"Chosen: w = {best[0]}, pool = {best[1]}.", "",
               ("Index switching (002 §6.2): labeled-span index from each corpus's train split, searched first; "
-              "its concepts rank first when the best span scores ≥ threshold (1.01 = never switch):"), "",
+              "its concepts rank first when the best span scores ≥ threshold and ≥ the KB's best (1.01 = never switch):"), "",
               "| threshold | " + " | ".join(switching) + " | mean |", "|---:|" + "---:|" * (len(switching) + 1)]
     for position, threshold in enumerate(THRESHOLDS):
         cells = " | ".join(f"{values[position]:.3f}" for values in switching.values())
