@@ -514,12 +514,12 @@ def train_ner(
 
 @train_app.command("interpolate")
 def train_interpolate(
-    trained: Annotated[list[Path], typer.Option("--trained", help="Fine-tuned checkpoint directory (e.g. babelink train sap --out); repeat it to average several runs from the same start (a model soup).")],
+    trained: Annotated[Path, typer.Option("--trained", help="Fine-tuned checkpoint directory (e.g. babelink train sap --out).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Output checkpoint directory (written atomically).")],
     weight: Annotated[float, typer.Option("--weight", min=0.0, max=1.0, help="Share of the fine-tuned weights (1: all of them).")] = 0.5,
     init: Annotated[str, typer.Option("--init", help="'default' (bundled multilingual-e5-small) or the checkpoint the training started from.")] = "default",
 ) -> None:
-    """Mix a fine-tuned encoder's weights (or several runs' average) with its starting point's (WiSE-FT), to keep what fine-tuning forgot."""
+    """Mix a fine-tuned encoder's weights with its starting point's (WiSE-FT), to keep what fine-tuning forgot."""
     from babelink.encoders import DEFAULT
     from babelink.encoders.e5_bundled import bundled_e5_path
     from babelink.train.interpolate import interpolate_checkpoints

@@ -1,15 +1,15 @@
 """Dev-only choice of the interpolation weight between the bundled encoder and a SAP-trained one.
 
-    python benchmarks/tune_interpolation.py --trained DIR [DIR …] [--weights 0.3 0.5 0.7 1.0] [--data ../shared/data] [--no-write]
+    python benchmarks/tune_interpolation.py --trained DIR [--weights 0.3 0.5 0.7 1.0] [--data ../shared/data] [--no-write]
 
 For each weight w, `babelink train interpolate` mixes the checkpoints (w = 0 is the bundled
-encoder, w = 1 the trained one; several trained runs are averaged first, a model soup) and dense Acc@1 is measured on two dev sets, each against a
+encoder, w = 1 the trained one) and dense Acc@1 is measured on two dev sets, each against a
 fixed dictionary of its gold concepts plus 5,000 distractor concepts (`DenseDevEvaluator`, the
 trainer's `--eval`): QUAERO dev (French, open-umls) and NCBI-disease dev (English, CTD MEDIC),
 English because SAP on KB synonyms costs English the most. The chosen weight has the best mean
 of the two among those that do not lower NCBI-disease dev below the bundled encoder; test splits
 are never read. Only the chosen mix is kept, as `~/.cache/babelink/train/{trained}-w{w}`; the
-others are written to a scratch directory and removed once measured (a soup of n runs: `{first}-soupn-w{w}`).
+others are written to a scratch directory and removed once measured.
 """
 
 from __future__ import annotations
@@ -32,20 +32,18 @@ from babelink.train.interpolate import interpolate_checkpoints
 DEV_SETS = {"QUAERO dev": ("open-umls", benchmark.quaero_set), "NCBI-disease dev": ("ctd-medic", benchmark.ncbi_set)}
 
 
-def _mixed(trained: list[Path], weight: float, out: Path) -> str | Path:
-    """The encoder at `weight`: the bundled one at 0, a single trained checkpoint itself at 1, else
-    the mix (with several trained runs, of their average) written to `out`."""
+def _mixed(trained: Path, weight: float, out: Path) -> str | Path:
+    """The encoder at `weight`: the checkpoints themselves at 0 and 1, else their mix written to `out`."""
     if weight == 0.0:
         return DEFAULT
-    if weight == 1.0 and len(trained) == 1:
-        return trained[0]
+    if weight == 1.0:
+        return trained
     return interpolate_checkpoints(bundled_e5_path(), trained, weight, out)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--trained", type=Path, nargs="+", required=True,
-                        help="the SAP-trained checkpoint directory; several (runs from the same start) are averaged")
+    parser.add_argument("--trained", type=Path, required=True, help="the SAP-trained checkpoint directory")
     parser.add_argument("--weights", nargs="+", type=float, default=[0.3, 0.5, 0.7, 1.0])
     args = arguments(parser.description, parser)
     evaluators = {}
@@ -61,11 +59,10 @@ def main() -> None:
     english = "NCBI-disease dev"
     allowed = [w for w in scores if scores[w][english] >= scores[0.0][english]]
     chosen = max(allowed, key=lambda w: sum(scores[w].values()))
-    soup = f"-soup{len(args.trained)}" if len(args.trained) > 1 else ""
-    kept = _mixed(args.trained, chosen, default_cache_dir() / "train" / f"{args.trained[0].name}{soup}-w{chosen:g}")
+    kept = _mixed(args.trained, chosen, default_cache_dir() / "train" / f"{args.trained.name}-w{chosen:g}")
     print(f"chosen w = {chosen:g}: {kept}", flush=True)
     lines = [f"## {time.strftime('%Y-%m-%d')} — SAP interpolation weight, dev only (commit `{commit()}`)", "",
-             (f"Command: `python benchmarks/tune_interpolation.py --trained {' '.join(map(str, args.trained))} --weights "
+             (f"Command: `python benchmarks/tune_interpolation.py --trained {args.trained} --weights "
              f"{' '.join(f'{w:g}' for w in args.weights)}` · machine: {machine()}"), "",
              ("Dense Acc@1 against each dev set's gold concepts + 5,000 distractors; w = share of the trained weights "
              "(0: bundled e5-small):"), "",

@@ -55,20 +55,3 @@ def test_missing_checkpoint_and_bad_weight_are_clear_errors(tiny_encoder_dir, tm
         interpolate_checkpoints(tmp_path / "nowhere", tiny_encoder_dir, 0.5, tmp_path / "mixed")
     with pytest.raises(BabelinkError, match="between 0 and 1"):
         interpolate_checkpoints(tiny_encoder_dir, tiny_encoder_dir, 1.5, tmp_path / "mixed")
-
-
-def test_several_trained_runs_are_averaged_before_mixing(tiny_encoder_dir, shifted_dir, tmp_path):
-    model = BertModel.from_pretrained(shifted_dir, add_pooling_layer=False)
-    with torch.no_grad():
-        for parameter in model.parameters():
-            parameter += 2.0  # the second run: the start moved by +3
-    second = tmp_path / "second"
-    model.save_pretrained(second)
-    out = interpolate_checkpoints(tiny_encoder_dir, [shifted_dir, second], 0.5, tmp_path / "soup")
-    start, mixed = _weights(tiny_encoder_dir), _weights(out)
-    for name, value in mixed.items():
-        if value.is_floating_point():  # soup = start + 2, half of it: start + 1
-            torch.testing.assert_close(value, start[name] + 1.0, rtol=0, atol=1e-5)
-    assert json.loads((out / RECORD_FILE).read_text())["trained"] == [str(shifted_dir), str(second)]
-    with pytest.raises(BabelinkError, match="no trained checkpoint"):
-        interpolate_checkpoints(tiny_encoder_dir, [], 0.5, tmp_path / "none")

@@ -1,15 +1,13 @@
 """Weight-space interpolation of a fine-tuned encoder with the checkpoint it started from.
 
-θ = (1 − w)·θ_init + w·θ_trained (WiSE-FT, Wortsman et al., CVPR 2022). Several fine-tuned
-checkpoints of the same start (e.g. SAP runs with different seeds) are first averaged into one
-θ_trained, a uniform model soup (Wortsman et al., ICML 2022). Self-alignment
+θ = (1 − w)·θ_init + w·θ_trained (WiSE-FT, Wortsman et al., CVPR 2022). Self-alignment
 pretraining on KB synonyms (003 §2) teaches the encoder the KB's naming and, over thousands of
 steps, wears away some of what the pretrained model knew about everyday phrasing: after 3,000
 all_syn steps XL-BEL English (Wikipedia anchors) lost 1.1 points Acc@1 while the other
 languages gained 4–9 (BENCHMARKS.md). Interpolating keeps most of the gain and returns the rest;
 `w` is chosen on dev data (`benchmarks/tune_interpolation.py`).
 
-The output directory is the (first) trained checkpoint's (tokenizer, config, encoder settings, training
+The output directory is the trained checkpoint's (tokenizer, config, encoder settings, training
 record) with the mixed weights, written atomically, plus `interpolation.json` saying how it was
 made. Both checkpoints must have the same parameters, name for name and shape for shape.
 """
@@ -18,7 +16,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Sequence
 from pathlib import Path
 
 import torch
@@ -32,26 +29,18 @@ RECORD_FILE = "interpolation.json"
 WEIGHTS_FILE = "model.safetensors"
 
 
-def interpolate_checkpoints(init: Path, trained: Path | Sequence[Path], weight: float, out: Path) -> Path:
-    """Write the interpolated checkpoint to `out` and return it; `weight` is the share of the
-    trained checkpoint, or of the average of several."""
+def interpolate_checkpoints(init: Path, trained: Path, weight: float, out: Path) -> Path:
+    """Write the interpolated checkpoint to `out` and return it; `weight` is the trained share."""
     if not 0.0 <= weight <= 1.0:
         raise BabelinkError(f"--weight must be between 0 and 1, got {weight}")
-    runs = [Path(trained)] if isinstance(trained, (str, Path)) else [Path(path) for path in trained]
-    if not runs:
-        raise BabelinkError("no trained checkpoint to interpolate")
-    soup = _weights(runs[0])
-    for number, run in enumerate(runs[1:], start=2):  # running mean: the n-th run has weight 1/n
-        soup = interpolated_state(soup, _weights(run), 1.0 / number, f"{runs[0]} and {run}")
-    mixed = interpolated_state(_weights(init), soup, weight, f"{init} and {runs[0]}")
+    mixed = interpolated_state(_weights(init), _weights(trained), weight, f"{init} and {trained}")
 
     def write(staging: Path) -> None:
-        for item in runs[0].iterdir():
+        for item in Path(trained).iterdir():
             if item.is_file() and not item.name.endswith(".safetensors") and not item.name.endswith(".safetensors.index.json"):
                 shutil.copy2(item, staging / item.name)
         save_file({name: value.contiguous() for name, value in mixed.items()}, staging / WEIGHTS_FILE, {"format": "pt"})
-        record = {"init": str(Path(init).absolute()), "weight": weight,
-                  "trained": str(runs[0].absolute()) if len(runs) == 1 else [str(run.absolute()) for run in runs]}
+        record = {"init": str(Path(init).absolute()), "trained": str(Path(trained).absolute()), "weight": weight}
         (staging / RECORD_FILE).write_text(json.dumps(record, indent=2), encoding="utf-8")
 
     out = Path(out)
