@@ -31,7 +31,7 @@ class SwitchingGenerator:
         return [self._merge(spans, kb, top_k) for spans, kb in zip(span_results, kb_results)]
 
     def _merge(self, spans: list[Candidate], kb: list[Candidate], top_k: int) -> list[Candidate]:
-        floor = max(self.threshold, kb[0].score if kb else self.threshold)
+        floor = max(self.threshold, kb[0].score) if kb else self.threshold
         confident = [replace(candidate, index="spans") for candidate in spans if candidate.score >= floor]
         seen = {candidate.concept_id for candidate in confident}
         return (confident + [candidate for candidate in kb if candidate.concept_id not in seen])[:top_k]
