@@ -41,7 +41,8 @@ SYSTEMS = {
     "sparse": "char_wb 2–4-gram TF-IDF, shortlist + exact rescoring (issue 2's default)",
     "sparse exhaustive": "same vectors, cosine against every name (the shortlist's reference)",
     "char-3-gram exhaustive": "reference point of the issue: plain char 3-gram TF-IDF, exact cosine",
-    "dense": "zero-shot bundled multilingual-e5-small, HNSW inner-product search (the default index)",
+    "dense": ("the bundle's encoder alone (zero-shot multilingual-e5-small unless --encoder names another), "
+              "HNSW inner-product search (the default index)"),
     "hybrid": "babelink default: sparse and dense cosines fused (weights from dev data)",
     "hybrid + spans": "hybrid behind index switching, labeled-span index from the corpus's train split",
     "hybrid + spans + abbreviations": "the same, short forms defined in the mention's document searched as their long form",
