@@ -1,4 +1,4 @@
-"""What every babelink model directory loader shares: its settings file, its device, its precision.
+"""What every babelink model directory shares: its settings file (read and written here), its device, its precision.
 
 The encoder, the NER detector and the context filter are each a transformers checkpoint plus a
 small JSON settings file; they read that file, pick a device and choose an autocast precision
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 from typing import TypeVar
 
@@ -38,6 +39,12 @@ def read_settings(directory: Path, file_name: str, make: Callable[[dict], Settin
         return make(fields)
     except (TypeError, ValueError, KeyError) as error:
         raise BabelinkError(f"{path}: invalid {kind} settings ({error})") from None
+
+
+def write_settings(directory: Path, file_name: str, settings) -> None:
+    """Write a settings dataclass (or a plain dict) as the JSON `read_settings` reads back."""
+    fields = settings if isinstance(settings, dict) else asdict(settings)
+    (directory / file_name).write_text(json.dumps(fields, indent=2), encoding="utf-8")
 
 
 def inference_device(device: str | None = None):

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TextIO
 
 
 def replace_directory(staging: Path, out: Path) -> None:
@@ -46,6 +49,23 @@ def write_text_atomic(path: Path, text: str) -> None:
             stream.write(text)
         os.chmod(temporary, 0o644)
         os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_output(output: str) -> Iterator[TextIO]:
+    """stdout for `-`; otherwise a temporary sibling file renamed onto `output` only when complete."""
+    if output == "-":
+        yield sys.stdout
+        return
+    target = Path(output)
+    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent if str(target.parent) else ".")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            yield stream
+        os.replace(temporary, target)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise

@@ -17,8 +17,9 @@ from spacy.tokens import Doc, Span
 from spacy.util import filter_spans
 
 from babelink.batching import batched
+from babelink.formats.document import Document
+from babelink.link.linker import Linker
 from babelink.link.mentions import LinkedDocument, LinkedMention
-from babelink.link.pipeline import Linker
 
 SPAN_EXTENSIONS = ("babelink_score", "babelink_name", "babelink_candidates")
 DOC_EXTENSIONS = ("babelink_mentions",)
@@ -30,12 +31,7 @@ def make_babelink(nlp: Language, name: str, bundle: str | None, filter: str | No
                   batch_size: int, overwrite_ents: bool, label: str) -> BabelinkComponent:
     """`bundle` None: the embedded default bundle; `filter`: a contextual filter directory;
     `lang` None: the pipeline's language, guessed per text for multi-language ("xx") pipelines."""
-    from babelink.link.rerank import ContextFilter
-
-    context_filter = ContextFilter(filter) if filter else None
-    linker = (Linker.from_bundle(bundle, context_filter=context_filter) if bundle
-              else Linker.default(context_filter=context_filter))
-    return BabelinkComponent(linker, lang or (None if nlp.lang == "xx" else nlp.lang), batch_size, overwrite_ents,
+    return BabelinkComponent(Linker.open(bundle, filter=filter), lang or (None if nlp.lang == "xx" else nlp.lang), batch_size, overwrite_ents,
                              label)
 
 
@@ -56,7 +52,7 @@ class BabelinkComponent:
         """Docs linked `self.batch_size` at a time (`nlp.pipe`'s batch size is sized for
         tokenisation, far more texts than one linking batch should hold)."""
         for batch in batched(docs, self.batch_size):
-            linked = self.linker.link_documents([("", doc.text, self.lang) for doc in batch])
+            linked = self.linker.link_documents([Document("", doc.text, lang=self.lang) for doc in batch])
             yield from (self._annotate(doc, document) for doc, document in zip(batch, linked))
 
     def _annotate(self, doc: Doc, document: LinkedDocument) -> Doc:

@@ -53,8 +53,9 @@ def normalize_name(text: str) -> str:
     return _SPACE.sub(" ", folded.translate(_DELIMITERS)).strip()
 
 
-def check_mention(mention: object) -> str:
-    """Validate a mention given to `normalize`; raise `InvalidInputError` naming the problem."""
+def normalized_mention(mention: object) -> str:
+    """`normalize_name(mention)` of a valid mention; raise `InvalidInputError` naming the problem
+    (not a string, over `MAX_MENTION_CHARS`, empty after normalisation, invalid Unicode)."""
     if not isinstance(mention, str):
         raise InvalidInputError(f"mention must be a string, got {type(mention).__name__}")
     if len(mention) > MAX_MENTION_CHARS:
@@ -62,10 +63,11 @@ def check_mention(mention: object) -> str:
             f"mention of {len(mention):,} characters exceeds the {MAX_MENTION_CHARS:,}-character limit "
             "(use `link` for running text)"
         )
-    if not normalize_name(mention):
-        raise InvalidInputError(f"mention {mention!r} is empty after normalisation")
     try:
         mention.encode("utf-8")
     except UnicodeEncodeError as error:  # a lone surrogate, e.g. from a JSON "\ud800" escape
         raise InvalidInputError(f"mention {mention!r} is not valid Unicode at character {error.start}") from None
-    return mention
+    normalized = normalize_name(mention)
+    if not normalized:
+        raise InvalidInputError(f"mention {mention!r} is empty after normalisation")
+    return normalized

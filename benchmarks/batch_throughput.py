@@ -25,11 +25,11 @@ from pathlib import Path
 
 from report import arguments, commit, machine, publish
 
+from babelink.bundle.store import read_manifest
 from babelink.corpus.ray_engine import link_with_ray
-from babelink.corpus.resume import Linked
 from babelink.formats.pubtator import iter_pubtator
-from babelink.link.bundle import read_manifest
-from babelink.link.pipeline import Linker
+from babelink.link.linker import Linker
+from babelink.link.mentions import LinkedDocument
 
 PROJECTED_WORKERS = (8, 32, 128)
 
@@ -41,10 +41,10 @@ class Run:
     steady: float  # documents/s after the first quarter of the documents
 
 
-def _timed(results: Iterator[Linked], started: float, documents: int) -> Run:
+def _timed(results: Iterator[LinkedDocument], started: float, documents: int) -> Run:
     records, mark = [], None
     for result in results:
-        records.append(result.record)
+        records.append(result.to_dict())
         if len(records) == documents // 4:
             mark = time.perf_counter()
     end = time.perf_counter()
@@ -53,14 +53,13 @@ def _timed(results: Iterator[Linked], started: float, documents: int) -> Run:
 
 def _local(bundle: Path, documents: list, batch_size: int) -> Run:
     started = time.perf_counter()
-    linker = Linker.from_bundle(bundle)
-    linked = linker.link_stream(((d.id, d.text, d.lang) for d in documents), batch_size)
-    return _timed((Linked.of(document) for document in linked), started, len(documents))
+    linked = Linker.open(bundle).link_stream(documents, batch_size)
+    return _timed(linked, started, len(documents))
 
 
 def _ray(bundle: Path, documents: list, batch_size: int, workers: int) -> Run:
     started = time.perf_counter()
-    results = link_with_ray(documents, set(), bundle=bundle, context_filter=None, lang=None, candidates=False,
+    results = link_with_ray(documents, set(), bundle=bundle, context_filter=None,
                             batch_size=batch_size, workers=workers, address=None)
     return _timed(results, started, len(documents))
 

@@ -25,9 +25,9 @@ from pathlib import Path
 import numpy as np
 from report import arguments, cached_bundle, commit, machine, publish
 
+from babelink.bundle.store import load_bundle
 from babelink.eval import benchmark
 from babelink.index.dense import DenseNameIndex, DenseParams
-from babelink.link.bundle import load_bundle
 from babelink.text import normalize_name
 
 TARGET_COSINE = 0.93

@@ -40,20 +40,20 @@ from pathlib import Path
 from report import arguments, cached_bundle, commit, machine, publish
 
 from babelink.batching import batched
+from babelink.bundle.store import DEFAULT_SWITCH_THRESHOLD, build_bundle, load_bundle
 from babelink.detect import MentionDetector
 from babelink.detect.ner import NerDetector
 from babelink.detect.overlaps import OVERLAP_POLICIES, resolve_overlaps
 from babelink.eval.metrics import span_scores
 from babelink.formats import read_documents
 from babelink.formats.document import Document
-from babelink.kb.default import default_cache_dir
-from babelink.link import annotations
-from babelink.link.bundle import DEFAULT_SWITCH_THRESHOLD, build_bundle, load_bundle
-from babelink.link.candidates import SparseGenerator
+from babelink.home import babelink_home
+from babelink.kb import augment
+from babelink.link.context_filter import ContextFilter
 from babelink.link.documents import LinkParams
-from babelink.link.pipeline import Linker
-from babelink.link.rerank import ContextFilter
-from babelink.train import crossencoder
+from babelink.link.linker import Linker
+from babelink.retrieve.generators import SparseGenerator
+from babelink.train import context_filter as filter_training
 from babelink.train.ner import evaluate_ner
 
 RECALL_GRID = (0.4, 0.5, 0.6, 0.7)
@@ -97,13 +97,13 @@ def documents(data: Path, corpus: Corpus, split: str) -> list[Document]:
 
 
 def gold(docs: list[Document], kb) -> list[tuple]:
-    resolved = crossencoder.gold_mentions(docs, annotations.gold_resolver(kb))
+    resolved = filter_training.gold_mentions(docs, augment.gold_resolver(kb))
     return [(doc_id, start, end, ids) for (doc_id, start, end), ids in resolved.items()]
 
 
 def with_spans(bundle, train_docs: list[Document], scratch: Path):
     """`bundle` behind a labeled-span index of `train_docs` (built here: seconds)."""
-    spans = annotations.span_kb(annotations.mention_pairs(train_docs, bundle.kb), bundle.kb)
+    spans = augment.span_kb(train_docs, bundle.kb)
     spans_bundle = load_bundle(build_bundle(spans, scratch / "spans", retriever=bundle.retriever,
                                             encoder=bundle.manifest["dense"]["encoder"]["name"]))
     manifest = {**bundle.manifest, "spans": {**spans_bundle.manifest["kb"], "switch_threshold": DEFAULT_SWITCH_THRESHOLD}}
@@ -111,7 +111,7 @@ def with_spans(bundle, train_docs: list[Document], scratch: Path):
 
 
 def split_train(data: Path, corpus: Corpus, ratio: float) -> tuple[list[Document], list[Document]]:
-    return annotations.dft_split(documents(data, corpus, "train"), ratio, seed=0)
+    return augment.dft_split(documents(data, corpus, "train"), ratio, seed=0)
 
 
 def make_linker(data: Path, corpus: Corpus, system: str, ratio: float, params: LinkParams, scratch: Path,
@@ -149,7 +149,7 @@ def tune_step(data: str, corpus_key: str, system: str, ratio: float) -> dict:
     with tempfile.TemporaryDirectory() as scratch:
         linker = make_linker(Path(data), corpus, system, ratio, permissive, Path(scratch))
         dev = documents(Path(data), corpus, "dev")
-        proposals = crossencoder.propose(linker.document_linker, dev)
+        proposals = filter_training.propose(linker.documents, dev)
         gold_items = gold(dev, linker.bundle.kb)
     grid = {}
     for recall in ([min(RECALL_GRID)] if sparse else RECALL_GRID):
@@ -173,8 +173,8 @@ def ner_tune_step(data: str, corpus_key: str, ner_dir: str, params: dict) -> dic
                              detector=MemoDetector(NerDetector(ner_dir)))
         gold_items = gold(dev, linker.bundle.kb)
         for link in NER_LINK_GRID:
-            linker.document_linker.params = replace(linker.link_params, link_threshold=link)
-            grid[f"{link}"] = span_scores(predictions(linker, dev), gold_items)["strict"]["f1"]
+            tuned = linker.with_options(link_params=replace(linker.link_params, link_threshold=link))
+            grid[f"{link}"] = span_scores(predictions(tuned, dev), gold_items)["strict"]["f1"]
     return grid
 
 
@@ -184,23 +184,17 @@ def filter_step(data: str, corpus_key: str, ratio: float, params: dict, minutes:
     corpus = CORPORA[corpus_key]
     key = hashlib.sha256(json.dumps([commit().removesuffix("+dirty"), corpus_key, ratio, params, minutes, layers]
                                     ).encode()).hexdigest()[:12]
-    out = default_cache_dir() / "benchmark-filters" / f"{corpus_key}-{key}"
+    out = babelink_home() / "benchmark-filters" / f"{corpus_key}-{key}"
     if (out / "babelink_filter.json").is_file():
         return str(out)
     with tempfile.TemporaryDirectory() as scratch:
         linker = make_linker(Path(data), corpus, "hybrid + spans", ratio, LinkParams(**params), Path(scratch))
-        rest = split_train(Path(data), corpus, ratio)[1]
-        resolve = annotations.gold_resolver(linker.bundle.kb)
-        config = crossencoder.FilterTrainingConfig(max_minutes=minutes, epochs=1, layers=layers)
-        examples = crossencoder.filter_examples(linker.document_linker, rest, resolve, config.window)
-        balanced = crossencoder.balance(examples, config.max_negatives_per_positive, config.seed)
-        print(f"{corpus_key}: filter on {len(rest)} documents, {len(examples)} proposals, "
-              f"{sum(e.label for e in examples)} relevant, {len(balanced)} trained on", file=sys.stderr)
-        trained = crossencoder.train_filter(linker.bundle.encoder().path, balanced, out, config)
-        linker.document_linker.context_filter = trained
-        threshold, f1 = crossencoder.tune_threshold(linker.document_linker, documents(Path(data), corpus, "dev"), resolve)
-        trained.save_settings(replace(trained.settings, threshold=threshold))
-        print(f"{corpus_key}: filter threshold {threshold} (dev strict F1 {f1[threshold]:.4f})", file=sys.stderr)
+        rest = split_train(Path(data), corpus, ratio)[1]  # the span index took the others
+        config = filter_training.FilterTrainingConfig(max_minutes=minutes, epochs=1, layers=layers)
+        fitted = filter_training.fit_filter(linker, rest, out, config, dev=documents(Path(data), corpus, "dev"))
+        print(f"{corpus_key}: filter on {fitted.documents} documents, {fitted.proposals} proposals, "
+              f"{fitted.relevant} relevant, {fitted.trained_on} trained on; threshold "
+              f"{fitted.context_filter.settings.threshold} (dev strict F1 {fitted.dev_f1:.4f})", file=sys.stderr)
     return str(out)
 
 
@@ -224,7 +218,7 @@ def run_step(data: str, corpus_key: str, system: str, ratio: float, params: dict
 def predictions(linker: Linker, docs: list[Document]) -> list[tuple]:
     """(document id, start, end, concept) of every mention `linker` finds in `docs`."""
     return [(document.id, m.start, m.end, m.concept.concept_id) for batch in batched(docs, BATCH)
-            for document in linker.link_documents([(d.id, d.text, d.lang) for d in batch]) for m in document.mentions]
+            for document in linker.link_documents(batch) for m in document.mentions]
 
 
 def _in_child(function, *args):

@@ -19,11 +19,11 @@ from pathlib import Path
 import numpy as np
 from report import arguments, cached_bundle, commit, machine, publish
 
+from babelink.bundle.store import load_bundle
 from babelink.eval import benchmark
 from babelink.index.dense import DenseNameIndex, DenseParams
-from babelink.link.bundle import load_bundle
-from babelink.link.candidates import DenseGenerator, HybridGenerator, HybridParams
-from babelink.link.pipeline import Linker
+from babelink.link.linker import Linker
+from babelink.retrieve.generators import DenseGenerator, HybridGenerator, HybridParams
 from babelink.text import normalize_name
 
 BREADTHS = (64, 128, 256, 512, 1024)

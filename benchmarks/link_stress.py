@@ -20,10 +20,10 @@ from pathlib import Path
 
 from report import arguments, cached_bundle, commit, machine, publish
 
+from babelink.bundle.store import load_bundle
 from babelink.errors import BabelinkError
 from babelink.formats.pubtator import iter_pubtator
-from babelink.link.bundle import load_bundle
-from babelink.link.pipeline import Linker
+from babelink.link.linker import Linker
 
 
 def _cases(data: Path, megabytes: float) -> dict[str, str]:

@@ -24,15 +24,22 @@ from pathlib import Path
 
 from report import KB_FILES, arguments, cached_bundle, commit, machine, publish
 
+from babelink.bundle.store import DEFAULT_SWITCH_THRESHOLD, build_bundle, load_bundle
 from babelink.encoders.cache import CachedEncoder
 from babelink.eval import benchmark
 from babelink.index.sparse import TfidfNameIndex, TfidfParams
+from babelink.kb import augment
 from babelink.kb.store import load_kb
-from babelink.link import annotations
-from babelink.link.bundle import DEFAULT_SWITCH_THRESHOLD, build_bundle, load_bundle
-from babelink.link.candidates import DenseGenerator, ExactMatchGenerator, HybridGenerator, HybridParams, SparseGenerator
-from babelink.link.pipeline import Linker, generator_for
-from babelink.link.switching import SwitchingGenerator
+from babelink.link.linker import Linker
+from babelink.retrieve.factory import generator_for
+from babelink.retrieve.generators import (
+    DenseGenerator,
+    ExactMatchGenerator,
+    HybridGenerator,
+    HybridParams,
+    SparseGenerator,
+)
+from babelink.retrieve.switching import SwitchingGenerator
 
 SETS = {"open-umls": ("xlbel", "mantra"), "ctd-medic": ("ncbi", "bc5cdr")}
 TRAIN_FILES = {"ncbi": "ncbi_disease/NCBItrainset_corpus.txt", "bc5cdr": "bc5cdr/CDR_TrainingSet.PubTator.txt"}
@@ -84,8 +91,8 @@ def _generator(bundle, system: str, data: Path, set_name: str, scratch: str, tun
                                    HybridParams(dense_weight=tuned["dense_weight"]))
     if system == "hybrid":
         return kb_generator
-    documents = annotations.read_annotated(data / "bench" / TRAIN_FILES[set_name])
-    spans = annotations.span_kb(annotations.mention_pairs(documents, bundle.kb), bundle.kb)
+    documents = augment.read_annotated(data / "bench" / TRAIN_FILES[set_name])
+    spans = augment.span_kb(documents, bundle.kb)
     spans_bundle = load_bundle(build_bundle(spans, Path(scratch) / set_name, retriever="hybrid",
                                             encoder=bundle.manifest["dense"]["encoder"]["name"]))
     return SwitchingGenerator(generator_for(spans_bundle, encoder), kb_generator, tuned["switch_threshold"])

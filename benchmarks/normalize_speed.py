@@ -17,13 +17,13 @@ import time
 import torch
 from report import arguments, cached_bundle, commit, machine, publish
 
+from babelink.bundle.store import load_bundle
 from babelink.encoders import encoder_from_manifest
 from babelink.encoders.cache import CachedEncoder
 from babelink.eval import benchmark
 from babelink.formats.xlbel import read_xlbel
-from babelink.link.bundle import load_bundle
-from babelink.link.candidates import HybridGenerator, HybridParams
-from babelink.link.pipeline import Linker
+from babelink.link.linker import Linker
+from babelink.retrieve.generators import HybridGenerator, HybridParams
 
 #: Profile rows: label → (file name, function) pairs; each pair counts the largest cumulative time
 #: among matching entries (nested `forward`s of one model file share a name), pairs are summed.

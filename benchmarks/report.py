@@ -51,9 +51,9 @@ def cached_bundle(data: Path, kb_name: str, **options) -> Path:
     import hashlib
     import json
 
-    from babelink.kb.default import default_cache_dir
+    from babelink.home import babelink_home
     from babelink.kb.readers import read_kb
-    from babelink.link.bundle import FORMAT_VERSION, MANIFEST, build_bundle
+    from babelink.bundle.store import FORMAT_VERSION, MANIFEST, build_bundle
 
     tree = subprocess.run(["git", "rev-parse", *(f"HEAD:{part}" for part in BUNDLE_CODE)], cwd=ROOT,
                           capture_output=True, text=True, check=False).stdout.split()
@@ -63,7 +63,7 @@ def cached_bundle(data: Path, kb_name: str, **options) -> Path:
 
         options = {**options, "encoder_fingerprint": checkpoint_fingerprint(Path(encoder))}
     key = hashlib.sha256(json.dumps([tree, FORMAT_VERSION, kb_name, options], sort_keys=True, default=str).encode()).hexdigest()[:12]
-    path = default_cache_dir() / "benchmark-bundles" / f"{kb_name}-{key}"
+    path = babelink_home() / "benchmark-bundles" / f"{kb_name}-{key}"
     if not (path / MANIFEST).is_file():
         build_bundle(read_kb(data / KB_FILES[kb_name]), path,
                      **{name: value for name, value in options.items() if name != "encoder_fingerprint"})

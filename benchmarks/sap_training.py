@@ -22,10 +22,10 @@ from pathlib import Path
 
 from report import arguments, cached_bundle, commit, machine, publish
 
+from babelink.bundle.store import load_bundle
 from babelink.eval import benchmark
-from babelink.link.bundle import load_bundle
-from babelink.link.candidates import DenseGenerator, HybridGenerator, HybridParams
-from babelink.link.pipeline import Linker
+from babelink.link.linker import Linker
+from babelink.retrieve.generators import DenseGenerator, HybridGenerator, HybridParams
 from babelink.train.interpolate import RECORD_FILE
 
 

@@ -20,13 +20,14 @@ from pathlib import Path
 
 from report import arguments, cached_bundle, commit, machine, publish
 
+from babelink.bundle.store import build_bundle, load_bundle
 from babelink.encoders.cache import CachedEncoder
 from babelink.eval import benchmark
-from babelink.link import annotations
-from babelink.link.bundle import build_bundle, load_bundle
-from babelink.link.candidates import HybridGenerator, HybridParams
-from babelink.link.pipeline import Linker, generator_for
-from babelink.link.switching import SwitchingGenerator
+from babelink.kb import augment
+from babelink.link.linker import Linker
+from babelink.retrieve.factory import generator_for
+from babelink.retrieve.generators import HybridGenerator, HybridParams
+from babelink.retrieve.switching import SwitchingGenerator
 
 WEIGHTS = (0.0, 0.2, 0.4, 0.6, 0.8, 0.9, 0.95, 0.97, 0.98, 0.99, 1.0)
 POOLS = (16, 32, 64)
@@ -74,8 +75,8 @@ def main() -> None:
     switching = {}
     with tempfile.TemporaryDirectory() as scratch:
         for bundle, query_set in [item for item in sets if item[1].name in TRAIN_FILES]:
-            documents = annotations.read_annotated(args.data / "bench" / TRAIN_FILES[query_set.name])
-            spans = annotations.span_kb(annotations.mention_pairs(documents, bundle.kb), bundle.kb)
+            documents = augment.read_annotated(args.data / "bench" / TRAIN_FILES[query_set.name])
+            spans = augment.span_kb(documents, bundle.kb)
             spans_path = build_bundle(spans, Path(scratch) / query_set.name, retriever="hybrid",
                                       hybrid_params=HybridParams(*best), encoder=bundle.manifest["dense"]["encoder"]["name"])
             span_generator = generator_for(load_bundle(spans_path), encoder)

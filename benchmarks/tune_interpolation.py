@@ -24,7 +24,7 @@ from report import KB_FILES, arguments, commit, machine, publish
 from babelink.encoders import DEFAULT, open_encoder
 from babelink.encoders.e5_bundled import bundled_e5_path
 from babelink.eval import benchmark
-from babelink.kb.default import default_cache_dir
+from babelink.home import babelink_home
 from babelink.kb.readers import read_kb
 from babelink.train.evaluation import DenseDevEvaluator
 from babelink.train.interpolate import interpolate_checkpoints
@@ -59,7 +59,7 @@ def main() -> None:
     english = "NCBI-disease dev"
     allowed = [w for w in scores if scores[w][english] >= scores[0.0][english]]
     chosen = max(allowed, key=lambda w: sum(scores[w].values()))
-    kept = _mixed(args.trained, chosen, default_cache_dir() / "train" / f"{args.trained.name}-w{chosen:g}")
+    kept = _mixed(args.trained, chosen, babelink_home() / "train" / f"{args.trained.name}-w{chosen:g}")
     print(f"chosen w = {chosen:g}: {kept}", flush=True)
     lines = [f"## {time.strftime('%Y-%m-%d')} — SAP interpolation weight, dev only (commit `{commit()}`)", "",
              (f"Command: `python benchmarks/tune_interpolation.py --trained {args.trained} --weights "

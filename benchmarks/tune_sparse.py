@@ -18,7 +18,8 @@ from babelink.eval import benchmark
 from babelink.index.names import NameTable
 from babelink.index.sparse import TfidfNameIndex, TfidfParams
 from babelink.kb.readers import read_kb
-from babelink.link.candidates import SparseGenerator
+from babelink.retrieve.generators import SparseGenerator
+from babelink.text import normalize_name
 
 GRID = [
     TfidfParams(analyzer=analyzer, ngram_min=low, ngram_max=high, sublinear_tf=sublinear, exhaustive=True)
@@ -42,7 +43,7 @@ def main() -> None:
         generator = SparseGenerator(kb, names, TfidfNameIndex.fit(names.strings, params))
 
         def normalize(mentions: list[str], generator: SparseGenerator = generator) -> list[list[str]]:
-            return [[c.concept_id for c in found] for found in generator.generate(mentions, 5)]
+            return [[c.concept_id for c in found] for found in generator.generate([normalize_name(m) for m in mentions], 5)]
 
         scores = [benchmark.run_normalization(normalize, s)["overall"]["acc@1"] for s in dev_sets]
         chosen = (params.analyzer, params.ngram_min, params.ngram_max, params.sublinear_tf) == (

@@ -66,8 +66,8 @@ def contextual_encoder_dir(tiny_encoder_dir, tmp_path_factory) -> Path:
 
 def build_sparse_bundle(names: dict[str, list[str]], out: Path) -> Path:
     """A real sparse bundle of `{concept id: [preferred name, synonyms…]}`: builds in a second."""
+    from babelink.bundle.store import build_bundle
     from babelink.kb.base import KnowledgeBaseBuilder
-    from babelink.link.bundle import build_bundle
 
     builder = KnowledgeBaseBuilder()
     for concept_id, concept_names in names.items():

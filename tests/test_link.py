@@ -7,8 +7,9 @@ from conftest import build_sparse_bundle
 
 from babelink.errors import InvalidInputError
 from babelink.formats.document import Annotation, Document
-from babelink.link.documents import LinkParams, split_segments
-from babelink.link.pipeline import Linker
+from babelink.link.documents import split_segments
+from babelink.link.linker import Linker
+from babelink.link.mentions import LinkedDocument
 
 NAMES = {
     "C0011849": ["Diabetes mellitus", "Diabetes", "糖尿病", "סוכרת", "Diabète sucré"],
@@ -23,7 +24,7 @@ NAMES = {
 @pytest.fixture(scope="module")
 def linker(tmp_path_factory):
     path = build_sparse_bundle(NAMES, tmp_path_factory.mktemp("bundles") / "sparse")
-    return Linker.from_bundle(path, link_params=LinkParams(recall_threshold=0.5, link_threshold=0.8, overlap="best"))
+    return Linker.open(path, recall_threshold=0.5, link_threshold=0.8, overlap="best")
 
 
 def _found(document):
@@ -84,7 +85,7 @@ def test_invalid_documents_raise_clear_errors(linker):
     with pytest.raises(InvalidInputError, match="not valid Unicode"):
         linker.link("asthma \ud800")
     with pytest.raises(InvalidInputError, match="text must be a string"):
-        linker.link_documents([("d1", b"asthma", None)])
+        linker.link_documents([Document("d1", b"asthma")])
 
 
 def test_segments_cut_at_barriers_and_cover_the_text():
@@ -110,7 +111,7 @@ def test_long_document_links_every_segment_with_bounded_memory(linker):
 
 def test_batch_equals_one_by_one(linker):
     texts = ["asthma and diabetes", "心肌梗死", "High blood pressure."]
-    batch = linker.link_documents([(str(i), t, None) for i, t in enumerate(texts)])
+    batch = linker.link_documents([Document(str(i), t) for i, t in enumerate(texts)])
     assert [_found(d) for d in batch] == [_found(linker.link(t)) for t in texts]
 
 
@@ -120,6 +121,8 @@ def test_linked_document_serialisations(linker):
     assert record["id"] == "p1"
     assert record["mentions"][0] | {"start": 0, "end": 6, "text": "asthma", "concept": "C0004096"} == record["mentions"][0]
     assert {"start", "end", "text", "concept", "name", "score"} <= set(record["mentions"][0])
+    full = document.to_dict(with_candidates=True)
+    assert LinkedDocument.from_dict(full, document.text).to_dict(with_candidates=True) == full  # the Ray round trip
     annotated = document.as_document("Disease")
     assert annotated.annotations[0] == Annotation(0, 6, "asthma", ("C0004096",), "Disease")
     assert isinstance(annotated, Document)

@@ -7,15 +7,14 @@ from dataclasses import replace
 import pytest
 import torch
 
+from babelink.bundle.store import build_bundle
 from babelink.detect.crf import CRF, bio_constraints
 from babelink.detect.ner import HEAD_FILE, NerDetector, bio_labels, bio_spans, first_pieces
 from babelink.detect.tokenize import tokenize
 from babelink.errors import BabelinkError
 from babelink.formats.document import Annotation, Document
 from babelink.kb.base import KnowledgeBaseBuilder
-from babelink.link.bundle import build_bundle
-from babelink.link.documents import LinkParams
-from babelink.link.pipeline import Linker
+from babelink.link.linker import Linker
 from babelink.train.ner import NerTrainingConfig, bio_tags, evaluate_ner, train_ner
 
 LABELS = bio_labels(["A", "B"])
@@ -209,7 +208,7 @@ def bundle(tmp_path_factory):
 
 def test_linker_links_detected_spans_and_splits_unlinked_ones(bundle):
     detector = FixedDetector("asthma and diabetes", "fever", "patient")
-    linker = Linker.from_bundle(bundle, link_params=LinkParams(link_threshold=0.8, overlap="best"), detector=detector)
+    linker = Linker.open(bundle, link_threshold=0.8, overlap="best", ner=detector)
     text = "The patient had fever, then asthma and diabetes."
     mentions = linker.link(text).mentions
     assert all(text[m.start : m.end] == m.text for m in mentions)
@@ -219,7 +218,7 @@ def test_linker_links_detected_spans_and_splits_unlinked_ones(bundle):
 
 
 def test_linker_with_the_trained_detector(bundle, trained):
-    linker = Linker.from_bundle(bundle, link_params=LinkParams(link_threshold=0.8, overlap="best"), detector=trained[0])
+    linker = Linker.open(bundle, link_threshold=0.8, overlap="best", ner=trained[0])
     text = "Her asthma got worse after the fever."
     document = linker.link(text)
     assert [(m.text, m.concept.concept_id, m.detector) for m in document.mentions] == [("asthma", "C1", "ner"),

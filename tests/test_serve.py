@@ -14,8 +14,8 @@ import pytest
 from conftest import build_sparse_bundle
 from fastapi.testclient import TestClient
 
-from babelink.link.documents import LinkParams
-from babelink.link.pipeline import Linker
+from babelink.formats.document import Document
+from babelink.link.linker import Linker
 from babelink.link.records import normalize_record
 from babelink.serve import ServiceLimits, create_app
 
@@ -34,7 +34,7 @@ def bundle_path(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def linker(bundle_path):
-    return Linker.from_bundle(bundle_path, link_params=LinkParams(recall_threshold=0.5, link_threshold=0.8, overlap="best"))
+    return Linker.open(bundle_path, recall_threshold=0.5, link_threshold=0.8, overlap="best")
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +88,7 @@ def test_link_batch_keeps_ids_and_order(client, linker):
                  {"id": "empty", "text": "Nothing to see."},
                  {"id": "en", "text": "Asthma and diabetes mellitus.", "lang": "en"}]
     body = client.post("/link", json={"documents": documents}).json()
-    expected = [d.to_dict() for d in linker.link_documents([(d["id"], d["text"], d.get("lang")) for d in documents])]
+    expected = [d.to_dict() for d in linker.link_documents([Document(d["id"], d["text"], lang=d.get("lang")) for d in documents])]
     assert body == {"documents": expected}
     hebrew = body["documents"][0]["mentions"]
     assert [(m["start"], m["end"], m["concept"]) for m in hebrew] == [(9, 14, "C0011849"), (19, 29, "C0020538")]

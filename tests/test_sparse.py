@@ -4,7 +4,8 @@ import pytest
 from babelink.index.names import NameTable
 from babelink.index.sparse import TfidfNameIndex, TfidfParams
 from babelink.kb.base import KnowledgeBaseBuilder
-from babelink.link.candidates import ExactMatchGenerator, SparseGenerator
+from babelink.retrieve.generators import ExactMatchGenerator, SparseGenerator
+from babelink.text import normalize_name
 
 TEN_NAMES = {
     "D1": ["Myocardial infarction", "Heart attack"],
@@ -83,14 +84,14 @@ def test_generators_aggregate_per_concept_and_apply_threshold():
     assert len({c.concept_id for c in candidates}) == len(candidates)
     [strict] = SparseGenerator(kb, table, index, threshold=0.99).generate(["heart attack"], 3)
     assert [c.concept_id for c in strict] == ["D1", "D5"]
-    assert ExactMatchGenerator(kb, table).generate(["DIABÈTE  sucré", "diabete"], 5) == [
+    assert ExactMatchGenerator(kb, table).generate([normalize_name("DIABÈTE  sucré"), "diabete"], 5) == [
         [candidates_of(kb, "D2", "Diabète sucré")],
         [],
     ]
 
 
 def candidates_of(kb, concept_id, matched):
-    from babelink.link.candidates import Candidate
+    from babelink.retrieve.candidate import Candidate
 
     return Candidate(concept_id, kb.preferred_name(concept_id), matched, 1.0)
 

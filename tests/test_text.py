@@ -2,7 +2,7 @@ import pytest
 
 from babelink.errors import InvalidInputError
 from babelink.lang import parse_languages, to_iso
-from babelink.text import MAX_MENTION_CHARS, check_mention, normalize_name
+from babelink.text import MAX_MENTION_CHARS, normalize_name, normalized_mention
 
 
 @pytest.mark.parametrize(
@@ -32,14 +32,14 @@ def test_traditional_and_simplified_chinese_names_match():
     assert normalize_name("\ud800濕疹") == "\ud800湿疹"  # a lone surrogate (undecodable input) is kept, not fatal
 
 
-def test_check_mention_rejects_bad_mentions():
-    assert check_mention("asthma") == "asthma"
+def test_normalized_mention_rejects_bad_mentions():
+    assert normalized_mention("Asthma") == "asthma"
     with pytest.raises(InvalidInputError, match="empty"):
-        check_mention(" - ")
+        normalized_mention(" - ")
     with pytest.raises(InvalidInputError, match="limit"):
-        check_mention("a" * (MAX_MENTION_CHARS + 1))
+        normalized_mention("a" * (MAX_MENTION_CHARS + 1))
     with pytest.raises(InvalidInputError, match="string"):
-        check_mention(None)
+        normalized_mention(None)
 
 
 def test_language_codes():

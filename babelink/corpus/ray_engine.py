@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from babelink.batching import batched
-from babelink.corpus.resume import Linked
 from babelink.errors import BabelinkError, InvalidInputError
 from babelink.formats.document import Document
+from babelink.link.mentions import LinkedDocument
 
 if TYPE_CHECKING:
     import pyarrow
@@ -34,40 +34,35 @@ class LinkActor:
     """One per worker: the linker is built once and links every batch the actor is sent. Errors
     come back as an `error` column, since Ray passes the driver only a traceback string."""
 
-    def __init__(self, bundle: str | None, context_filter: str | None, lang: str | None, candidates: bool):
-        from babelink.link.pipeline import Linker
-        from babelink.link.rerank import ContextFilter
+    def __init__(self, bundle: str | None, context_filter: str | None):
+        from babelink.link.linker import Linker
 
-        self.lang, self.candidates, self.linker, self.error = lang, candidates, None, None
+        self.linker, self.error = None, None
         try:
-            filter_model = ContextFilter(context_filter) if context_filter else None
-            self.linker = (Linker.from_bundle(bundle, context_filter=filter_model) if bundle
-                           else Linker.default(context_filter=filter_model))
+            self.linker = Linker.open(bundle, filter=context_filter)
         except BabelinkError as error:
             self.error = str(error)
 
     def __call__(self, batch: pyarrow.Table) -> dict[str, list]:
-        """`id`, `text`, `lang` columns in; `text`, `record` (the document's JSONL line, exactly
-        as the local engine writes it) and `error` out."""
+        """`id`, `text`, `lang` columns in; `text`, `record` (the linked document's JSON, with its
+        candidates, for `LinkedDocument.from_dict`) and `error` out."""
         try:
             if self.error is not None:
                 raise BabelinkError(self.error)
             columns = [batch.column(name).to_pylist() for name in ("id", "text", "lang")]
-            linked = self.linker.link_documents([(doc_id, text, self.lang or lang) for doc_id, text, lang in zip(*columns)])
+            linked = self.linker.link_documents([Document(doc_id, text, lang=lang) for doc_id, text, lang in zip(*columns)])
         except BabelinkError as error:
             return {"text": [None], "record": [None], "error": [str(error)]}
         return {"text": [document.text for document in linked],
-                "record": [json.dumps(document.to_dict(self.candidates), ensure_ascii=False) for document in linked],
+                "record": [json.dumps(document.to_dict(with_candidates=True), ensure_ascii=False) for document in linked],
                 "error": [None] * len(linked)}
 
 
 def link_with_ray(documents: Iterable[Document], skip: set[str], *, bundle: Path | None, context_filter: Path | None,
-                  lang: str | None, candidates: bool, batch_size: int, workers: int, address: str | None
-                  ) -> Iterator[Linked]:
+                  batch_size: int, workers: int, address: str | None) -> Iterator[LinkedDocument]:
     """Linked documents, in input order, except those whose id is in `skip`."""
     ray, data = _import_ray()
-    actor_options = {"bundle": _path(bundle), "context_filter": _path(context_filter), "lang": lang,
-                     "candidates": candidates}
+    actor_options = {"bundle": _path(bundle), "context_filter": _path(context_filter)}
     logging.getLogger("ray.data").setLevel(logging.ERROR)
     context = data.DataContext.get_current()
     context.execution_options.preserve_order = True
@@ -89,7 +84,7 @@ def link_with_ray(documents: Iterable[Document], skip: set[str], *, bundle: Path
             for row in linked.iter_rows():
                 if row["error"] is not None:
                     raise BabelinkError(row["error"])
-                yield Linked(json.loads(row["record"]), row["text"])
+                yield LinkedDocument.from_dict(json.loads(row["record"]), row["text"])
     finally:
         if started:
             ray.shutdown()

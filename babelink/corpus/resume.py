@@ -4,43 +4,20 @@ skips what an earlier run wrote and carries on.
 JSONL to a file is appended one flushed line per document, so after a kill its complete lines
 are finished documents and a partial last line is the only damage; brat writes each document's
 `.txt` then `.ann` atomically, so an `.ann` that exists is a finished document. Both engines
-(local, Ray) produce `Linked` results that the same writers take.
+(local, Ray) yield `LinkedDocument`s that the same writers take (`write_linked`).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 from babelink.errors import InputFormatError
-from babelink.formats.document import Annotation, Document
 from babelink.link.mentions import LinkedDocument
 
 RESUMABLE_FORMATS = ("jsonl", "brat")
-
-
-@dataclass(frozen=True)
-class Linked:
-    """One linked document as writers take it: its JSONL record and the text its offsets index
-    (a record is what crosses process boundaries: Ray workers return records, not objects)."""
-
-    record: dict
-    text: str
-
-    @classmethod
-    def of(cls, document: LinkedDocument, candidates: bool = False) -> Linked:
-        return cls(document.to_dict(candidates), document.text)
-
-    @property
-    def id(self) -> str:
-        return self.record["id"]
-
-    def as_document(self, mention_type: str = "Entity") -> Document:
-        """The annotated-document form the PubTator, BioC and brat writers take."""
-        return Document(self.id, self.text, tuple(
-            Annotation(m["start"], m["end"], m["text"], (m["concept"],), mention_type) for m in self.record["mentions"]))
 
 
 def completed_ids(output: str, output_format: str, overwrite: bool = False) -> set[str]:
@@ -82,7 +59,8 @@ def brat_ids(directory: Path) -> set[str]:
     return {path.relative_to(directory).with_suffix("").as_posix() for path in directory.rglob("*.ann")}
 
 
-def append_jsonl(results: Iterable[Linked], path: Path, overwrite: bool = False) -> None:
+def append_jsonl(results: Iterable[LinkedDocument], path: Path, overwrite: bool = False,
+                 candidates: bool = False) -> None:
     """Append one line per result, flushed at once (`overwrite`: replace the file instead). The
     file is opened at the first result, so input that fails before any document is linked
     leaves no file behind; an input without documents still creates it."""
@@ -92,8 +70,7 @@ def append_jsonl(results: Iterable[Linked], path: Path, overwrite: bool = False)
         for result in results:
             if stream is None:
                 stream = path.open(mode, encoding="utf-8")
-            stream.write(json.dumps(result.record, ensure_ascii=False) + "\n")
-            stream.flush()
+            write_jsonl_line(result, stream, candidates)
         if stream is None:
             path.open(mode, encoding="utf-8").close()
     finally:
@@ -101,8 +78,35 @@ def append_jsonl(results: Iterable[Linked], path: Path, overwrite: bool = False)
             stream.close()
 
 
-def write_brat_each(results: Iterable[Linked], directory: Path) -> None:
+def write_jsonl_line(result: LinkedDocument, stream: TextIO, candidates: bool) -> None:
+    """One document's `babelink link` JSONL line, flushed: a kill loses at most this line."""
+    stream.write(json.dumps(result.to_dict(candidates), ensure_ascii=False) + "\n")
+    stream.flush()
+
+
+def write_brat_each(results: Iterable[LinkedDocument], directory: Path) -> None:
     from babelink.formats.brat import write_brat
 
     for result in results:
         write_brat(result.as_document(), directory)
+
+
+def write_linked(results: Iterable[LinkedDocument], output: str, output_format: str, *, candidates: bool = False,
+                 overwrite: bool = False) -> None:
+    """Write linked documents in `output_format` (`jsonl`, a `formats.WRITERS` name, or `brat`)
+    to `output` (`-`: stdout). A JSONL file is appended to and brat written per document, so both
+    resume (`completed_ids`); the other formats are one file, replaced atomically when complete."""
+    from babelink.formats import WRITERS
+    from babelink.fsutil import atomic_output
+
+    if output_format == "brat":
+        write_brat_each(results, Path(output))
+    elif output_format == "jsonl" and output != "-":
+        append_jsonl(results, Path(output), overwrite, candidates)
+    elif output_format == "jsonl":
+        with atomic_output(output) as stream:
+            for result in results:
+                write_jsonl_line(result, stream, candidates)
+    else:
+        with atomic_output(output) as stream:
+            WRITERS[output_format]((result.as_document() for result in results), stream)

@@ -16,15 +16,14 @@ tokenizer, `ner_head.safetensors` (emission layer and CRF) and `babelink_ner.jso
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
-from babelink.checkpoint import cpu_autocast_dtype, inference_device, read_settings
+from babelink.checkpoint import cpu_autocast_dtype, inference_device, read_settings, write_settings
 from babelink.detect.crf import CRF, bio_constraints
 from babelink.detect.tokenize import Token, joinable, tokenize
 from babelink.errors import BabelinkError
@@ -184,4 +183,4 @@ def save_tagger(directory: Path, tokenizer, model: NerTagger, settings: NerSetti
     model.encoder.save_pretrained(directory)
     tokenizer.save_pretrained(directory)
     save_file({name: value.contiguous() for name, value in model.head_state().items()}, directory / HEAD_FILE)
-    (directory / SETTINGS_FILE).write_text(json.dumps(asdict(settings), indent=2), encoding="utf-8")
+    write_settings(directory, SETTINGS_FILE, settings)

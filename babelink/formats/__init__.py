@@ -1,4 +1,5 @@
-"""Annotated-document formats; `read_documents` picks the reader from the path."""
+"""Annotated-document formats: the readers by file suffix, the writers by format name, and
+`read_documents`, which picks the reader from the path."""
 
 from __future__ import annotations
 
@@ -6,12 +7,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from babelink.errors import BabelinkError
-from babelink.formats.bioc import read_bioc_json, read_bioc_xml
+from babelink.formats.bioc import read_bioc_json, read_bioc_xml, write_bioc_json, write_bioc_xml
 from babelink.formats.brat import iter_brat
 from babelink.formats.document import Document
-from babelink.formats.pubtator import iter_pubtator
+from babelink.formats.pubtator import iter_pubtator, write_pubtator
 
-_BIOC_READERS = {".xml": read_bioc_xml, ".json": read_bioc_json}
+#: Single-file readers by suffix; other files are PubTator, directories brat.
+BIOC_READERS = {".xml": read_bioc_xml, ".json": read_bioc_json}
+#: Writers of a whole collection to one text stream, by `--format` name (brat writes a directory per document).
+WRITERS = {"pubtator": write_pubtator, "bioc": write_bioc_xml, "bioc-json": write_bioc_json}
 
 
 def read_documents(path: str | Path) -> Iterator[Document]:
@@ -21,5 +25,5 @@ def read_documents(path: str | Path) -> Iterator[Document]:
     if path.is_dir():
         return iter_brat(path)
     if path.is_file():
-        return _BIOC_READERS.get(path.suffix.lower(), iter_pubtator)(path)
+        return BIOC_READERS.get(path.suffix.lower(), iter_pubtator)(path)
     raise BabelinkError(f"{path}: no such file or directory")

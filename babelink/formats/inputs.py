@@ -1,4 +1,4 @@
-"""What `link` reads: raw text in any of the forms users hold it in, as `Document`s.
+"""What `link` and `normalize` read: raw text in any of the forms users hold it in, as `Document`s, and mentions.
 
 A directory: every `.txt` under it is one document (id = path without suffix; brat `.ann`
 files beside them are not needed). A file: `.jsonl` lines `{"id": str, "text": str, "lang"?: str}`;
@@ -8,23 +8,29 @@ one plain-text document. `-` reads JSONL from stdin. Errors name the file and li
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
+from babelink.abbreviations import abbreviation_map, expand_abbreviations
 from babelink.errors import InputFormatError
-from babelink.formats.bioc import read_bioc_json, read_bioc_xml
+from babelink.formats import BIOC_READERS
 from babelink.formats.document import Document
 from babelink.formats.pubtator import iter_pubtator
-from babelink.kb.io import iter_lines, iter_stream_lines
+from babelink.kb.io import iter_lines, iter_stream_lines, json_line, read_text_file
 
 _PUBTATOR_FIRST_LINE = re.compile(rb"[^|\t\r\n]+\|[ta]\|")
-_BIOC_READERS = {".xml": read_bioc_xml, ".json": read_bioc_json}
 
 
-def read_input_documents(path: str | Path) -> Iterator[Document]:
+def read_input_documents(path: str | Path, lang: str | None = None) -> Iterator[Document]:
+    """The documents at `path`; `lang`, when given, is every document's language, whatever the file says."""
+    documents = _documents_at(path)
+    return (replace(document, lang=lang) for document in documents) if lang else documents
+
+
+def _documents_at(path: str | Path) -> Iterator[Document]:
     if str(path) == "-":
         return jsonl_documents(iter_stream_lines(sys.stdin.buffer, "<stdin>"), "<stdin>")
     path = Path(path)
@@ -35,8 +41,8 @@ def read_input_documents(path: str | Path) -> Iterator[Document]:
     suffix = path.suffix.lower()
     if suffix == ".jsonl":
         return jsonl_documents(iter_lines(path), path)
-    if suffix in _BIOC_READERS:
-        return _BIOC_READERS[suffix](path)
+    if suffix in BIOC_READERS:
+        return BIOC_READERS[suffix](path)
     if _PUBTATOR_FIRST_LINE.match(_first_line(path)):
         return iter_pubtator(path)
     return iter([Document(path.stem, read_text_file(path))])
@@ -47,10 +53,7 @@ def jsonl_documents(lines: Iterable[tuple[int, str]], name: str | Path) -> Itera
     for number, line in lines:
         if not line.strip():
             continue
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise InputFormatError(name, number, f"invalid JSON: {error.msg}") from None
+        value = json_line(line, name, number)
         if not isinstance(value, dict) or not isinstance(value.get("text"), str):
             raise InputFormatError(name, number, 'expected an object with a "text" string (and an "id")')
         doc_id = value.get("id", str(number))
@@ -63,17 +66,26 @@ def jsonl_documents(lines: Iterable[tuple[int, str]], name: str | Path) -> Itera
         yield Document(str(doc_id), value["text"], lang=lang)
 
 
-def read_text_file(path: Path) -> str:
-    """The whole file as UTF-8, line breaks untouched (offsets count `\\r` too)."""
-    try:
-        raw = path.read_bytes()
-    except OSError as error:
-        raise InputFormatError(path, None, f"cannot read: {error.strerror or error}") from None
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as error:
-        line = raw.count(b"\n", 0, error.start) + 1
-        raise InputFormatError(path, line, "invalid UTF-8") from None
+def read_mentions(path: str) -> Iterator[tuple[str, str]]:
+    """What `normalize --input` reads: `(mention, text to search)` per line. `.jsonl` lines are a
+    JSON string or `{"mention": …, "context"?: …}`, where a short form the context defines is
+    searched as its long form; `.tsv` uses column 1; other files hold one mention per line; `-`
+    is stdin, one mention per line."""
+    name = "<stdin>" if path == "-" else path
+    lines = iter_stream_lines(sys.stdin.buffer, name) if path == "-" else iter_lines(path)
+    for number, line in lines:
+        context = None
+        if name.endswith(".jsonl"):
+            value = json_line(line, name, number)
+            line, context = (value.get("mention"), value.get("context")) if isinstance(value, dict) else (value, None)
+            if not isinstance(line, str) or not isinstance(context, str | None):
+                raise InputFormatError(name, number, 'expected a JSON string or an object with a "mention" string '
+                                                     'and an optional "context" string')
+        elif name.endswith(".tsv"):
+            line = line.split("\t", 1)[0]
+        if not line.strip():
+            raise InputFormatError(name, number, "empty mention")
+        yield line, expand_abbreviations(line, abbreviation_map(context)) if context else line
 
 
 def _text_directory(directory: Path) -> Iterator[Document]:

@@ -1,8 +1,10 @@
-"""Streaming line readers shared by every KB and benchmark reader: gzip, UTF-8 checked per line."""
+"""Streaming line readers shared by every KB, document and mention reader: gzip, UTF-8 checked per line,
+JSON lines parsed with the file and line in the error."""
 
 from __future__ import annotations
 
 import gzip
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -39,3 +41,24 @@ def iter_stream_lines(stream: BinaryIO, name: str | Path) -> Iterator[tuple[int,
         if number == 1:
             line = line.removeprefix("\ufeff")
         yield number, line.rstrip("\r\n")
+
+
+def read_text_file(path: Path) -> str:
+    """The whole file as UTF-8, line breaks untouched (offsets count `\\r` too)."""
+    try:
+        raw = path.read_bytes()
+    except OSError as error:
+        raise InputFormatError(path, None, f"cannot read: {error.strerror or error}") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = raw.count(b"\n", 0, error.start) + 1
+        raise InputFormatError(path, line, "invalid UTF-8") from None
+
+
+def json_line(line: str, name: str | Path, number: int) -> object:
+    """The JSON value of one line of a JSONL file; invalid JSON names the file and line."""
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as error:
+        raise InputFormatError(name, number, f"invalid JSON: {error.msg}") from None

@@ -7,12 +7,11 @@ same optional keys plus `synonyms` (list of strings), `types`, `xrefs`, `alt_ids
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from babelink.errors import InputFormatError
 from babelink.kb.base import KnowledgeBase, KnowledgeBaseBuilder
-from babelink.kb.io import iter_lines
+from babelink.kb.io import iter_lines, json_line
 from babelink.lang import to_iso
 
 _ID_ALIASES = ("id", "concept_id", "cui", "code")
@@ -73,10 +72,7 @@ def read_jsonl(path: str | Path, *, languages: frozenset[str] | None = None, def
     for number, line in iter_lines(path):
         if not line.strip():
             continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise InputFormatError(path, number, f"invalid JSON: {error.msg}") from None
+        record = json_line(line, path, number)
         if not isinstance(record, dict):
             raise InputFormatError(path, number, "each line must be a JSON object")
         concept_id = next((record[alias] for alias in _ID_ALIASES if alias in record), None)

@@ -23,10 +23,11 @@ from babelink.detect.spans import Span, SpanParams, enumerate_spans
 from babelink.detect.stopwords import BoundaryStopwords
 from babelink.detect.tokenize import tokenize
 from babelink.errors import InvalidInputError
-from babelink.link.candidates import Candidate, CandidateGenerator
+from babelink.formats.document import Document
+from babelink.link.context_filter import ContextFilter, filter_window
 from babelink.link.mentions import LinkedDocument, LinkedMention
 from babelink.link.ngram_search import ngram_search
-from babelink.link.rerank import ContextFilter, filter_window
+from babelink.retrieve.candidate import Candidate, CandidateGenerator
 from babelink.text import normalize_name
 
 #: Longest document `link` accepts; a larger one is rejected with a clear error, not paged in.
@@ -72,26 +73,28 @@ class Proposal:
         return self.candidates[0].score if self.filter_score is None else self.filter_score
 
 
+@dataclass(frozen=True)
 class DocumentLinker:
-    def __init__(self, recall: CandidateGenerator, ranker: CandidateGenerator, stopwords: BoundaryStopwords,
-                 params: LinkParams = LinkParams(), context_filter: ContextFilter | None = None,
-                 detector: MentionDetector | None = None):
-        self.recall = recall
-        self.ranker = ranker
-        self.stopwords = stopwords
-        self.params = params
-        self.context_filter = context_filter
-        self.detector = detector
+    """Links batches of documents; `recall` is the high-recall matcher, `ranker` the bundle's
+    generator. Both receive span strings normalised once, here."""
 
-    def link(self, documents: Sequence[tuple[str, str, str | None]]) -> list[LinkedDocument]:
-        """Link a batch of `(id, text, lang)` documents; `lang` None is guessed per segment."""
+    recall: CandidateGenerator
+    ranker: CandidateGenerator
+    stopwords: BoundaryStopwords
+    params: LinkParams = field(default_factory=LinkParams)
+    context_filter: ContextFilter | None = None
+    detector: MentionDetector | None = None
+
+    def link(self, documents: Sequence[Document]) -> list[LinkedDocument]:
+        """Link a batch of documents; a document's `lang` None is guessed per segment."""
         proposals = self.proposals(documents)
         if self.context_filter is not None:
             self.apply_filter(documents, proposals)
             threshold = self.context_filter.settings.threshold
             proposals = [[p for p in found if p.filter_score >= threshold] for found in proposals]
-        return [LinkedDocument(doc_id, text, tuple(self._mention(p) for p in resolve_overlaps(found, self.params.overlap)))
-                for (doc_id, text, _), found in zip(documents, proposals)]
+        return [LinkedDocument(document.id, document.text,
+                               tuple(self._mention(p) for p in resolve_overlaps(found, self.params.overlap)))
+                for document, found in zip(documents, proposals)]
 
     @staticmethod
     def _mention(proposal: Proposal) -> LinkedMention:
@@ -99,29 +102,28 @@ class DocumentLinker:
         return LinkedMention(proposal.start, proposal.end, proposal.text, tuple(proposal.candidates),
                              detector=proposal.detector, searched=searched, filter_score=proposal.filter_score)
 
-    def apply_filter(self, documents: Sequence[tuple[str, str, str | None]], proposals: list[list[Proposal]]) -> None:
+    def apply_filter(self, documents: Sequence[Document], proposals: list[list[Proposal]]) -> None:
         """Set every proposal's `filter_score` (one batched pass over the whole batch)."""
         window = self.context_filter.settings.window
-        flat = [(text, proposal) for (_, text, _), found in zip(documents, proposals) for proposal in found]
+        flat = [(document.text, proposal) for document, found in zip(documents, proposals) for proposal in found]
         probabilities = self.context_filter.probabilities(
             [filter_window(text, p.start, p.end, window) for text, p in flat], [p.candidates[0].name for _, p in flat])
         for (_, proposal), probability in zip(flat, probabilities):
             proposal.filter_score = float(probability)
 
-    def proposals(self, documents: Sequence[tuple[str, str, str | None]]) -> list[list[Proposal]]:
+    def proposals(self, documents: Sequence[Document]) -> list[list[Proposal]]:
         """Per document, every span that clears the recall and link thresholds, before the
         filter and overlap resolution. With a `detector`, its spans skip the recall threshold,
         and one below the link threshold is replaced by its linked n-grams (002 §4.4.1)."""
-        segments = [(index, offset, segment, lang)
-                    for index, (doc_id, text, lang) in enumerate(documents)
-                    for offset, segment in split_segments(check_document(doc_id, text))]
+        segments = [(index, offset, segment, document.lang)
+                    for index, document in enumerate(documents)
+                    for offset, segment in split_segments(check_document(document.id, document.text))]
         per_segment = []
         for (index, offset, segment, lang), (stopwords, spans) in zip(segments, self._spans(segments)):
             abbreviations = abbreviation_map(segment) if self.params.resolve_abbreviations else {}
-            per_segment.append((index, offset, stopwords,
-                                [(span, abbreviations.get(span.text, span.text)) for span in spans]))
-        searched = list(dict.fromkeys(normalize_name(text) for *_, spans in per_segment for _, text in spans))
-        searched = [text for text in searched if text]
+            searched = ((span, abbreviations.get(span.text, span.text)) for span in spans)
+            per_segment.append((index, offset, stopwords, [(span, text, normalize_name(text)) for span, text in searched]))
+        searched = [key for key in dict.fromkeys(key for *_, spans in per_segment for _, _, key in spans) if key]
         floor = self.params.recall_threshold if self.detector is None else float("-inf")
         recall_scores = {text: candidates[0].score if candidates else 0.0
                          for text, candidates in zip(searched, self.recall.generate(searched, 1))
@@ -130,8 +132,7 @@ class DocumentLinker:
         detector = "spans" if self.detector is None else self.detector.name
         proposals: list[list[Proposal]] = [[] for _ in documents]
         for index, offset, stopwords, spans in per_segment:
-            for span, text in spans:
-                key = normalize_name(text)
+            for span, text, key in spans:
                 candidates = ranked.get(key)
                 if candidates and candidates[0].score >= self.params.link_threshold:
                     proposals[index].append(Proposal(span.start + offset, span.end + offset, span.text, text, candidates,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from babelink.formats.document import Annotation, Document
-from babelink.link.candidates import Candidate
+from babelink.retrieve.candidate import Candidate
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,13 @@ class LinkedMention:
             fields["candidates"] = [candidate.to_dict() for candidate in self.candidates]
         return fields
 
+    @classmethod
+    def from_dict(cls, fields: dict) -> LinkedMention:
+        """The inverse of `to_dict(with_candidates=True)`."""
+        return cls(fields["start"], fields["end"], fields["text"],
+                   tuple(Candidate.from_dict(candidate) for candidate in fields["candidates"]),
+                   fields["detector"], fields.get("searched"), fields.get("filter_score"))
+
 
 @dataclass(frozen=True)
 class LinkedDocument:
@@ -49,6 +56,11 @@ class LinkedDocument:
 
     def to_dict(self, with_candidates: bool = False) -> dict:
         return {"id": self.id, "mentions": [mention.to_dict(with_candidates) for mention in self.mentions]}
+
+    @classmethod
+    def from_dict(cls, record: dict, text: str) -> LinkedDocument:
+        """The inverse of `to_dict(with_candidates=True)`, for results crossing a process boundary."""
+        return cls(record["id"], text, tuple(LinkedMention.from_dict(mention) for mention in record["mentions"]))
 
     def as_document(self, mention_type: str = "Entity") -> Document:
         """The annotated-document form the PubTator, BioC and brat writers take."""

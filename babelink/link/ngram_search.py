@@ -14,7 +14,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from babelink.link.candidates import Candidate, CandidateGenerator
+from babelink.retrieve.candidate import Candidate, CandidateGenerator
+from babelink.text import normalize_name
 
 _TOKEN = re.compile(r"\S+")
 
@@ -37,7 +38,7 @@ def ngram_search(generator: CandidateGenerator, mention: str, threshold: float, 
                  stopwords: frozenset[str] = frozenset()) -> list[LinkedPart]:
     """The linked parts of `mention`, in text order: the whole mention when it reaches
     `threshold`, otherwise its best n-grams (possibly none)."""
-    [whole] = generator.generate([mention], top_k)
+    [whole] = generator.generate([normalize_name(mention)], top_k)
     if whole and whole[0].score >= threshold:
         return [LinkedPart(0, len(mention), mention, whole)]
     tokens = [(match.start(), match.end()) for match in _TOKEN.finditer(mention)]
@@ -51,7 +52,7 @@ def ngram_search(generator: CandidateGenerator, mention: str, threshold: float, 
             continue
         texts = [mention[tokens[first][0] : tokens[last - 1][1]] for first, last in grams]
         scored = [(candidates[0].score, gram, text, candidates)
-                  for gram, text, candidates in zip(grams, texts, generator.generate(texts, top_k))
+                  for gram, text, candidates in zip(grams, texts, generator.generate([normalize_name(t) for t in texts], top_k))
                   if candidates and candidates[0].score >= threshold]
         for _, (first, last), text, candidates in sorted(scored, key=lambda item: -item[0]):
             if not any(linked[first:last]):

@@ -15,7 +15,8 @@ from starlette.exceptions import HTTPException
 
 from babelink.encoders import DEFAULT
 from babelink.errors import InvalidInputError
-from babelink.link.pipeline import Linker
+from babelink.formats.document import Document
+from babelink.link.linker import Linker
 from babelink.link.records import normalize_record
 from babelink.serve.limits import BodyLimit, ServiceLimits, error_response
 from babelink.serve.pool import Overloaded, TimedOut, WorkerPool
@@ -43,9 +44,8 @@ _ERRORS = {status: {"model": ErrorOut, "description": description} for status, d
 
 
 def create_app(linker: Linker, limits: ServiceLimits = DEFAULT_LIMITS) -> FastAPI:
-    """The service over `linker`. Its document linker (stop words derived from the KB's names) is
-    built here, once, rather than by the first request."""
-    linker.document_linker  # noqa: B018 - built now so no request pays for it or races to build it
+    """The service over `linker`, whose bundle, retrievers and stop words are loaded once and shared."""
+    linker.documents  # noqa: B018 - set up now, so that no request pays for it or races to build it
     pool = WorkerPool(limits.workers, limits.queue, limits.timeout)
     viewer = files("babelink.serve").joinpath("viewer.html").read_text(encoding="utf-8")
 
@@ -71,13 +71,13 @@ def create_app(linker: Linker, limits: ServiceLimits = DEFAULT_LIMITS) -> FastAP
         batch (`{"documents": [{"id", "text", "lang"?}]}` → `{"documents": [...]}`): the objects
         `babelink link` writes per line. Offsets count Unicode code points."""
         if isinstance(request, LinkText):
-            documents = [("", request.text, request.lang)]
+            documents = [Document("", request.text, lang=request.lang)]
         else:
             _check_count(len(request.documents), limits.max_documents, "documents")
-            documents = [(document.id, document.text, document.lang) for document in request.documents]
-        for doc_id, text, _ in documents:
-            if len(text) > limits.max_text_chars:
-                raise _TooLarge(f"document {doc_id!r}: {len(text):,} characters exceed the "
+            documents = [Document(document.id, document.text, lang=document.lang) for document in request.documents]
+        for document in documents:
+            if len(document.text) > limits.max_text_chars:
+                raise _TooLarge(f"document {document.id!r}: {len(document.text):,} characters exceed the "
                                 f"{limits.max_text_chars:,}-character limit per text")
         linked = await pool.run(_link, linker, documents)
         return JSONResponse(linked[0] if isinstance(request, LinkText) else {"documents": linked})
@@ -99,7 +99,7 @@ def _normalize(linker: Linker, mentions: list[str], top_k: int) -> list[dict]:
             for mention, candidates in zip(mentions, linker.normalize(mentions, top_k))]
 
 
-def _link(linker: Linker, documents: list[tuple[str, str, str | None]]) -> list[dict]:
+def _link(linker: Linker, documents: list[Document]) -> list[dict]:
     return [document.to_dict() for document in linker.link_documents(documents)]
 
 

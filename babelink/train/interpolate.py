@@ -14,7 +14,6 @@ made. Both checkpoints must have the same parameters, name for name and shape fo
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
@@ -22,6 +21,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
+from babelink.checkpoint import write_settings
 from babelink.errors import BabelinkError
 from babelink.fsutil import write_directory
 
@@ -41,7 +41,7 @@ def interpolate_checkpoints(init: Path, trained: Path, weight: float, out: Path)
                 shutil.copy2(item, staging / item.name)
         save_file({name: value.contiguous() for name, value in mixed.items()}, staging / WEIGHTS_FILE, {"format": "pt"})
         record = {"init": str(Path(init).absolute()), "trained": str(Path(trained).absolute()), "weight": weight}
-        (staging / RECORD_FILE).write_text(json.dumps(record, indent=2), encoding="utf-8")
+        write_settings(staging, RECORD_FILE, record)
 
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)

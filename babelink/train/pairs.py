@@ -24,10 +24,10 @@ import pyarrow.compute as pc
 
 from babelink.errors import BabelinkError, InputFormatError
 from babelink.formats.document import Document
+from babelink.kb.augment import mention_pairs
 from babelink.kb.base import KnowledgeBase
 from babelink.kb.io import iter_lines
 from babelink.lang import to_iso
-from babelink.link.annotations import mention_pairs
 
 MAX_PAIRS_PER_CONCEPT = 50  # 003 App. A.3
 
@@ -106,3 +106,19 @@ def mention_names(
             synonyms = rng.sample(synonyms, max_pairs_per_concept)
         pairs.extend(PositivePair(mention, name, concept) for name in synonyms)
     return pairs
+
+
+def sap_pairs(kb: KnowledgeBase | None, *, synonyms: str = "all_syn", mentions: Iterable[Document] | None = None,
+              translations: Iterable[str | Path] = (), max_pairs_per_concept: int = MAX_PAIRS_PER_CONCEPT,
+              seed: int = 0) -> list[PositivePair]:
+    """The positive pairs of one SAP run: with `mentions`, task fine-tuning pairs of those
+    annotated documents against `kb`; otherwise `kb`'s synonym pairs (none for `synonyms="none"`);
+    plus each translation lexicon's pairs as pseudo-classes (001 §2.2)."""
+    positives: list[PositivePair] = []
+    if kb is not None and mentions is not None:
+        positives += mention_names(mentions, kb, max_pairs_per_concept, seed)
+    elif kb is not None and synonyms != "none":
+        positives += positive_pairs(synonym_names(kb, synonyms), max_pairs_per_concept, seed)
+    for path in translations:
+        positives += translation_pairs(path)
+    return positives

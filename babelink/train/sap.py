@@ -17,7 +17,6 @@ written to `out/` as a standard transformers checkpoint with its `babelink_encod
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import shutil
@@ -30,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from babelink.checkpoint import write_settings
 from babelink.encoders.transformer import SETTINGS_FILE, EncoderSettings, TransformerEncoder
 from babelink.errors import BabelinkError
 from babelink.fsutil import write_directory
@@ -194,9 +194,9 @@ class SapTrainer:
         self.model.save_pretrained(directory)
         self.tokenizer.save_pretrained(directory)
         settings = replace(self.encoder.settings, precision="auto")
-        (directory / SETTINGS_FILE).write_text(json.dumps(asdict(settings), indent=2))
-        record = {**asdict(self.config), "steps": self.state.step, "evaluations": self.state.evaluations}
-        (directory / CONFIG_FILE).write_text(json.dumps(record, indent=2))
+        write_settings(directory, SETTINGS_FILE, settings)
+        write_settings(directory, CONFIG_FILE, {**asdict(self.config), "steps": self.state.step,
+                                                "evaluations": self.state.evaluations})
 
     def save_resume_point(self) -> None:
         def save(directory: Path) -> None:

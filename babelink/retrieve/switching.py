@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from babelink.link.candidates import Candidate, CandidateGenerator
+from babelink.retrieve.candidate import Candidate, CandidateGenerator
 
 
 class SwitchingGenerator:
@@ -25,9 +25,9 @@ class SwitchingGenerator:
         self.kb = kb
         self.threshold = threshold
 
-    def generate(self, mentions: Sequence[str], top_k: int) -> list[list[Candidate]]:
-        span_results = self.spans.generate(mentions, top_k)
-        kb_results = self.kb.generate(mentions, top_k)
+    def generate(self, normalized: Sequence[str], top_k: int) -> list[list[Candidate]]:
+        span_results = self.spans.generate(normalized, top_k)
+        kb_results = self.kb.generate(normalized, top_k)
         return [self._merge(spans, kb, top_k) for spans, kb in zip(span_results, kb_results)]
 
     def _merge(self, spans: list[Candidate], kb: list[Candidate], top_k: int) -> list[Candidate]:

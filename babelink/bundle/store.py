@@ -28,10 +28,10 @@ from babelink.fsutil import replace_directory
 from babelink.index.dense import DenseNameIndex, DenseParams, embed_strings
 from babelink.index.names import NameTable
 from babelink.index.sparse import TfidfNameIndex, TfidfParams
+from babelink.kb.augment import DftRecord
 from babelink.kb.base import KnowledgeBase
 from babelink.kb.store import load_kb, save_kb
-from babelink.link.annotations import DftRecord
-from babelink.link.candidates import HybridParams
+from babelink.retrieve.generators import HybridParams
 
 FORMAT_VERSION = 3  # 3: names and mentions fold traditional Han to simplified
 MANIFEST = "manifest.json"
@@ -105,7 +105,7 @@ def build_bundle(
 
     `retriever` `sparse` needs no encoder; `dense` and `hybrid` encode every name string with
     `encoder` (`default` or a checkpoint directory; `encoder_settings` override its
-    `EncoderSettings`). `spans` (see `annotations.span_kb`) adds a
+    `EncoderSettings`). `spans` (see `augment.span_kb`) adds a
     labeled-span index searched first; `dft` records the documents dictionary fine-tuning took
     names from. `progress(stage, done, total)` follows the encoding of names.
     """

@@ -7,13 +7,13 @@ from dataclasses import asdict
 from importlib.metadata import version
 from pathlib import Path
 
-from babelink.link.bundle import FORMAT_VERSION, MANIFEST, build_bundle
+from babelink.bundle.store import FORMAT_VERSION, MANIFEST, build_bundle
 
 
 def default_bundle_path() -> Path:
-    from babelink.kb.default import default_cache_dir
+    from babelink.home import babelink_home
 
-    return default_cache_dir() / "bundles" / f"default-{version('babelink')}-f{FORMAT_VERSION}"
+    return babelink_home() / "bundles" / f"default-{version('babelink')}-f{FORMAT_VERSION}"
 
 
 def default_bundle() -> Path:

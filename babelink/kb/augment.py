@@ -105,12 +105,13 @@ def extend_kb(kb: KnowledgeBase, pairs: Iterable[tuple[str, str]], source: str =
     return KnowledgeBase(pa.concat_tables([kb.names, added]), kb.concepts)
 
 
-def span_kb(pairs: Iterable[tuple[str, str]], kb: KnowledgeBase) -> KnowledgeBase:
-    """A KB whose names are the annotated spans, each under its most frequent concept (002 §6.2);
-    ties go to the concept seen first. Concepts keep the main KB's preferred names and ids."""
+def span_kb(documents: Iterable[Document], kb: KnowledgeBase) -> KnowledgeBase:
+    """A KB whose names are the annotated spans of `documents` that resolve to `kb`, each under
+    its most frequent concept (002 §6.2); ties go to the concept seen first. Concepts keep the main
+    KB's preferred names and ids."""
     counts: dict[str, Counter] = defaultdict(Counter)
     surface: dict[str, str] = {}
-    for mention, concept_id in pairs:
+    for mention, concept_id in mention_pairs(documents, kb):
         key = normalize_name(mention)
         if key:
             counts[key][concept_id] += 1

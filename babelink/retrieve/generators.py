@@ -1,4 +1,4 @@
-"""Candidate generators: mention strings → ranked KB concepts.
+"""Candidate generators: normalised mention strings → ranked KB concepts.
 
 Every generator searches the bundle's `NameTable` strings and aggregates hits per concept:
 a concept's score is that of its best-matching name (ARCHITECTURE.md, "Index").
@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 import numpy as np
 
@@ -16,33 +15,7 @@ from babelink.index.dense import DenseNameIndex
 from babelink.index.names import NameTable
 from babelink.index.sparse import TfidfNameIndex
 from babelink.kb.base import KnowledgeBase
-from babelink.text import normalize_name
-
-
-@dataclass(frozen=True, slots=True)
-class Candidate:
-    concept_id: str
-    name: str  # the concept's preferred name
-    matched_name: str  # the KB name that matched the mention
-    score: float
-    sparse_score: float | None = None  # the retrievers' own scores, where the score fuses them
-    dense_score: float | None = None
-    index: str = "kb"  # "spans" when found in the labeled-span index (`SwitchingGenerator`)
-
-    def to_dict(self) -> dict:
-        fields = {"id": self.concept_id, "name": self.name, "matched_name": self.matched_name, "score": round(self.score, 6)}
-        if self.index != "kb":
-            fields["index"] = self.index
-        for key, value in (("sparse_score", self.sparse_score), ("dense_score", self.dense_score)):
-            if value is not None:
-                fields[key] = round(value, 6)
-        return fields
-
-
-class CandidateGenerator(Protocol):
-    def generate(self, mentions: Sequence[str], top_k: int) -> list[list[Candidate]]:
-        """For each mention, at most `top_k` concepts, best first."""
-        ...
+from babelink.retrieve.candidate import Candidate
 
 
 class _StringHitAggregator:
@@ -88,16 +61,16 @@ class _StringHitAggregator:
 
 
 class ExactMatchGenerator:
-    """Dictionary baseline: concepts having a name equal to the mention after normalisation."""
+    """Dictionary baseline: concepts having a name equal to the (normalised) mention."""
 
     def __init__(self, kb: KnowledgeBase, names: NameTable):
         self._aggregate = _StringHitAggregator(kb, names)
         self._names = names
 
-    def generate(self, mentions: Sequence[str], top_k: int) -> list[list[Candidate]]:
+    def generate(self, normalized: Sequence[str], top_k: int) -> list[list[Candidate]]:
         results = []
-        for mention in mentions:
-            row = self._names.lookup(normalize_name(mention))
+        for mention in normalized:
+            row = self._names.lookup(mention)
             results.append([] if row is None else self._aggregate.concepts([row], [1.0], top_k))
         return results
 
@@ -112,10 +85,10 @@ class SparseGenerator:
         self._aggregate = _StringHitAggregator(kb, names, threshold)
         self._index = index
 
-    def generate(self, mentions: Sequence[str], top_k: int) -> list[list[Candidate]]:
-        if not mentions:
+    def generate(self, normalized: Sequence[str], top_k: int) -> list[list[Candidate]]:
+        if not normalized:
             return []
-        strings, scores = self._index.search([normalize_name(m) for m in mentions], top_k * self.STRINGS_PER_CONCEPT)
+        strings, scores = self._index.search(list(normalized), top_k * self.STRINGS_PER_CONCEPT)
         return [self._aggregate.concepts(rows, row_scores, top_k) for rows, row_scores in zip(strings, scores.astype(np.float64))]
 
 
@@ -129,10 +102,10 @@ class DenseGenerator:
         self._index = index
         self._encoder = encoder
 
-    def generate(self, mentions: Sequence[str], top_k: int) -> list[list[Candidate]]:
-        if not mentions:
+    def generate(self, normalized: Sequence[str], top_k: int) -> list[list[Candidate]]:
+        if not normalized:
             return []
-        vectors = self._encoder.encode([normalize_name(m) for m in mentions])
+        vectors = self._encoder.encode(list(normalized))
         strings, scores = self._index.search(vectors, top_k * self.STRINGS_PER_CONCEPT)
         scores = scores.astype(np.float64)
         return [self._aggregate.concepts(rows, s, top_k, dense_scores=s) for rows, s in zip(strings, scores)]
@@ -163,10 +136,9 @@ class HybridGenerator:
         self._sparse, self._dense, self._encoder = sparse, dense, encoder
         self.params = params
 
-    def generate(self, mentions: Sequence[str], top_k: int) -> list[list[Candidate]]:
-        if not mentions:
+    def generate(self, normalized: Sequence[str], top_k: int) -> list[list[Candidate]]:
+        if not normalized:
             return []
-        normalized = [normalize_name(m) for m in mentions]
         pool = max(self.params.pool, top_k * SparseGenerator.STRINGS_PER_CONCEPT)
         sparse_queries = self._sparse.transform(normalized)
         vectors = self._encoder.encode(normalized)
@@ -179,9 +151,9 @@ class HybridGenerator:
         fused = weight * dense_scores + (1.0 - weight) * sparse_scores
         # Best first within each query: sort by query, then by descending fused score.
         order = np.lexsort((-fused, query_rows))
-        bounds = np.searchsorted(query_rows[order], np.arange(len(mentions) + 1))
+        bounds = np.searchsorted(query_rows[order], np.arange(len(normalized) + 1))
         results = []
-        for query in range(len(mentions)):
+        for query in range(len(normalized)):
             hits = order[bounds[query] : bounds[query + 1]]
             results.append(self._aggregate.concepts(string_rows[hits], fused[hits], top_k,
                                                     sparse_scores[hits], dense_scores[hits]))

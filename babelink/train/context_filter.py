@@ -12,22 +12,27 @@ documents for the best strict F1.
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
 from babelink.batching import batched
+from babelink.checkpoint import write_settings
 from babelink.detect.overlaps import resolve_overlaps
 from babelink.eval.metrics import span_scores
 from babelink.formats.document import Document
 from babelink.fsutil import write_directory
+from babelink.kb.augment import gold_resolver
+from babelink.link.context_filter import SETTINGS_FILE, ContextFilter, FilterSettings, filter_window
 from babelink.link.documents import DocumentLinker, Proposal
-from babelink.link.rerank import SETTINGS_FILE, ContextFilter, FilterSettings, filter_window
 from babelink.train.optim import train_epochs
+
+if TYPE_CHECKING:
+    from babelink.link.linker import Linker
 
 #: Documents proposed at once when collecting examples.
 _PROPOSE_BATCH = 16
@@ -71,7 +76,7 @@ def gold_mentions(documents: Sequence[Document], resolve: Callable[[str], str | 
 def propose(linker: DocumentLinker, documents: Sequence[Document]) -> list[list[Proposal]]:
     proposals = []
     for batch in batched(documents, _PROPOSE_BATCH):
-        proposals += linker.proposals([(d.id, d.text, d.lang) for d in batch])
+        proposals += linker.proposals(batch)
     return proposals
 
 
@@ -112,7 +117,7 @@ def train_filter(init: str | Path, examples: Sequence[FilterExample], out: str |
         AutoModelForSequenceClassification.from_pretrained(init, num_labels=2, local_files_only=True,
                                                            **layers).save_pretrained(staging)
         AutoTokenizer.from_pretrained(init, local_files_only=True).save_pretrained(staging)
-        (staging / SETTINGS_FILE).write_text(json.dumps(asdict(settings), indent=2), encoding="utf-8")
+        write_settings(staging, SETTINGS_FILE, settings)
 
     write_directory(out, initialise)
     context_filter = ContextFilter(out)
@@ -140,7 +145,7 @@ def _fit(context_filter: ContextFilter, examples: Sequence[FilterExample], confi
 def _save(context_filter: ContextFilter, directory: Path) -> None:
     context_filter.model.save_pretrained(directory)
     context_filter.tokenizer.save_pretrained(directory)
-    (directory / SETTINGS_FILE).write_text(json.dumps(asdict(context_filter.settings), indent=2), encoding="utf-8")
+    write_settings(directory, SETTINGS_FILE, context_filter.settings)
 
 
 def tune_threshold(linker: DocumentLinker, documents: Sequence[Document], resolve: Callable[[str], str | None]
@@ -148,7 +153,7 @@ def tune_threshold(linker: DocumentLinker, documents: Sequence[Document], resolv
     """The keep-threshold with the best strict F1 on `documents` (ties: the lower), and the
     F1 of every threshold tried; the filter runs once, each threshold only re-resolves overlaps."""
     proposals = propose(linker, documents)
-    linker.apply_filter([(d.id, d.text, d.lang) for d in documents], proposals)
+    linker.apply_filter(documents, proposals)
     gold = gold_mentions(documents, resolve)
     gold_items = [(doc_id, start, end, ids) for (doc_id, start, end), ids in gold.items()]
     f1 = {}
@@ -158,3 +163,39 @@ def tune_threshold(linker: DocumentLinker, documents: Sequence[Document], resolv
                      for p in resolve_overlaps([p for p in found if p.filter_score >= threshold], linker.params.overlap)]
         f1[threshold] = span_scores(predicted, gold_items)["strict"]["f1"]
     return max(f1, key=lambda t: (f1[t], -t)), f1
+
+
+@dataclass(frozen=True)
+class FittedFilter:
+    """A trained filter, its threshold tuned on dev when dev documents were given, and what it saw."""
+
+    context_filter: ContextFilter
+    documents: int  # training documents used
+    left_out: int  # training documents the bundle's DFT consumed (000 §4.5)
+    proposals: int
+    relevant: int
+    trained_on: int  # proposals after balancing
+    dev_f1: float | None = None
+
+
+def fit_filter(linker: Linker, train: Sequence[Document], out: str | Path,
+               config: FilterTrainingConfig = FilterTrainingConfig(), *, dev: Sequence[Document] = (),
+               init: str | Path | None = None, progress: Callable[[int, int, float], None] | None = None
+               ) -> FittedFilter:
+    """The recipe of 000 §4.4: propose with `linker` on the training documents its bundle's DFT
+    did not consume, label each proposal against the gold, balance, fine-tune from `init` (the
+    bundle's encoder by default) into `out`, and with `dev` set the keep-threshold to the one with
+    the best dev strict F1."""
+    consumed = set(linker.bundle.dft_documents())
+    kept = [document for document in train if document.id not in consumed]
+    resolve = gold_resolver(linker.bundle.kb)
+    examples = filter_examples(linker.documents, kept, resolve, config.window)
+    balanced = balance(examples, config.max_negatives_per_positive, config.seed)
+    trained = train_filter(init or linker.bundle.encoder().path, balanced, out, config, progress)
+    dev_f1 = None
+    if dev:
+        threshold, f1 = tune_threshold(linker.with_options(context_filter=trained).documents, dev, resolve)
+        trained.save_settings(replace(trained.settings, threshold=threshold))
+        dev_f1 = f1[threshold]
+    return FittedFilter(trained, len(kept), len(train) - len(kept), len(examples), sum(e.label for e in examples),
+                        len(balanced), dev_f1)

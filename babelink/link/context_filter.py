@@ -5,20 +5,19 @@ with `window` words on each side (Ws = 2 in 000 Tab. 9) and the span itself betw
 (so that overlapping spans of one window differ), and outputs the probability that the
 high-recall matcher's concept is right for the span. The linker keeps a span when that
 probability reaches `threshold`, tuned on dev documents when the filter is trained
-(`babelink.train.crossencoder`). The filter is a directory: a transformers
+(`babelink.train.context_filter`). The filter is a directory: a transformers
 sequence-classification checkpoint plus `babelink_filter.json`.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from babelink.checkpoint import cpu_autocast_dtype, inference_device, read_settings
+from babelink.checkpoint import cpu_autocast_dtype, inference_device, read_settings, write_settings
 from babelink.detect.tokenize import tokenize
 from babelink.errors import BabelinkError
 
@@ -100,4 +99,4 @@ class ContextFilter:
 
     def save_settings(self, settings: FilterSettings) -> None:
         self.settings = settings
-        (self.path / SETTINGS_FILE).write_text(json.dumps(asdict(settings), indent=2), encoding="utf-8")
+        write_settings(self.path, SETTINGS_FILE, settings)

@@ -1,0 +1,33 @@
+"""Command line: one module per command group, each parsing arguments and calling the library."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from babelink.cli import build, link, normalize, serve, train
+from babelink.errors import BabelinkError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Cross-lingual biomedical entity linking.")
+app.command()(build.build)
+app.command()(normalize.normalize)
+app.command()(link.link)
+app.command()(serve.info)
+app.command()(serve.serve)
+app.add_typer(train.app, name="train")
+
+
+def main() -> None:
+    """Entry point: babelink errors become one line on stderr and exit status 1."""
+    try:
+        app()
+    except BabelinkError as error:
+        typer.echo(f"babelink: error: {error}", err=True)
+        sys.exit(1)
+    except BrokenPipeError:
+        sys.exit(141)
+    except OSError as error:
+        typer.echo(f"babelink: error: {error.filename or ''}: {error.strerror or error}", err=True)
+        sys.exit(1)

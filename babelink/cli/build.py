@@ -1,0 +1,79 @@
+"""`babelink build`: a KB file → a bundle directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from babelink.cli.options import IndexKind, KbFormatOption, Retriever
+from babelink.lang import parse_languages
+
+
+def build(
+    kb: Annotated[Path, typer.Option(
+        "--kb", help="KB file or directory (MRCONSO.RRF, CTD_diseases.tsv, .obo, .tsv, .jsonl).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Bundle directory to write (replaced atomically).")],
+    kb_format: KbFormatOption = None,
+    lang: Annotated[list[str] | None, typer.Option(
+        "--lang", help="Keep names in these languages (ISO or UMLS LAT; repeat or comma-separate).")] = None,
+    source: Annotated[list[str] | None, typer.Option("--source", help="UMLS only: keep these SABs.")] = None,
+    term_type: Annotated[list[str] | None, typer.Option("--term-type", help="UMLS only: keep these TTYs.")] = None,
+    retriever: Annotated[Retriever, typer.Option(
+        "--retriever", help="Candidate generation: TF-IDF, encoder, or both fused.")] = Retriever.hybrid,
+    encoder: Annotated[str, typer.Option(
+        "--encoder", help="'default' (bundled multilingual-e5-small) or a checkpoint directory.")] = "default",
+    pooling: Annotated[str | None, typer.Option(
+        "--pooling", help="cls|mean; default: the checkpoint's babelink_encoder.json, else cls.")] = None,
+    prefix: Annotated[str | None, typer.Option(
+        "--prefix", help="Text prepended to every name and mention before encoding.")] = None,
+    index: Annotated[IndexKind, typer.Option(
+        "--index", help="FAISS layout: exact, graph (default), or compressed (UMLS scale).")] = IndexKind.hnsw,
+    ef_search: Annotated[int | None, typer.Option(
+        "--ef-search", min=1,
+        help="hnsw: search breadth (default 128); wider finds more true neighbours, slower (BENCHMARKS.md).")] = None,
+    nprobe: Annotated[int | None, typer.Option(
+        "--nprobe", min=1, help="ivfpq: inverted lists visited per query (default 64); more recall, slower.")] = None,
+    spans_from: Annotated[Path | None, typer.Option(
+        "--spans-from",
+        help="Annotated documents (PubTator file or brat directory) for a labeled-span index searched before the KB.")
+    ] = None,
+    switch_threshold: Annotated[float | None, typer.Option(
+        "--switch-threshold", help="Score a labeled span needs to be used before the KB.")] = None,
+    dft_from: Annotated[Path | None, typer.Option(
+        "--dft-from", help="Annotated documents whose mentions extend the KB names (dictionary fine-tuning).")] = None,
+    dft_ratio: Annotated[float, typer.Option(
+        "--dft-ratio", min=0.0, max=1.0, help="Fraction of --dft-from documents used.")] = 0.2,
+    dft_seed: Annotated[int, typer.Option("--dft-seed", help="Seed of the document draw.")] = 0,
+) -> None:
+    """Read a KB and write a bundle (KB + TF-IDF and/or dense index + manifest)."""
+    from babelink.bundle.store import DEFAULT_SWITCH_THRESHOLD, build_bundle
+    from babelink.index.dense import DenseParams
+    from babelink.kb import augment
+    from babelink.kb.readers import read_kb
+    from babelink.progress import progress_bar
+
+    languages = parse_languages(lang)
+    knowledge_base = read_kb(kb, kb_format, languages=languages, sources=source, term_types=term_type)
+    source_info = {"path": str(kb.absolute()), "format": kb_format, "languages": sorted(languages or []),
+                   "sources": source or [], "term_types": term_type or []}
+    spans = augment.span_kb(augment.read_annotated(spans_from), knowledge_base) if spans_from is not None else None
+    dft = None
+    if dft_from is not None:
+        knowledge_base, dft = augment.apply_dft(knowledge_base, dft_from, dft_ratio, dft_seed)
+    breadth = {name: value for name, value in (("ef_search", ef_search), ("nprobe", nprobe)) if value is not None}
+    with progress_bar("indexing") as progress:
+        path = build_bundle(
+            knowledge_base, out, retriever=retriever.value, encoder=encoder,
+            encoder_settings={"pooling": pooling, "prefix": prefix}, dense_params=DenseParams(kind=index.value, **breadth),
+            spans=spans, switch_threshold=DEFAULT_SWITCH_THRESHOLD if switch_threshold is None else switch_threshold,
+            dft=dft, kb_source=source_info, progress=progress,
+        )
+    summary = (f"wrote {path}: {len(knowledge_base):,} concepts, {knowledge_base.num_names:,} names, "
+               f"{retriever.value} retriever")
+    if spans is not None:
+        summary += f", {spans.num_names:,} labeled spans"
+    if dft is not None:
+        summary += f", {dft.pairs:,} DFT names from {len(dft.documents):,} documents"
+    typer.echo(summary, err=True)

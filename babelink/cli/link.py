@@ -1,0 +1,87 @@
+"""`babelink link`: whole texts → detected mentions and their concepts, resumable at corpus scale."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from babelink.cli.options import BundleOption, FilterOption, counted
+from babelink.errors import InvalidInputError
+
+
+class LinkFormat(str, Enum):
+    jsonl = "jsonl"
+    pubtator = "pubtator"
+    bioc = "bioc"
+    bioc_json = "bioc-json"
+    brat = "brat"
+
+
+class Engine(str, Enum):
+    local = "local"
+    ray = "ray"
+
+
+def link(
+    texts: Annotated[list[str] | None, typer.Argument(help="Texts to link (or use --input).")] = None,
+    bundle: BundleOption = None,
+    input_path: Annotated[str | None, typer.Option(
+        "--input", "-i", help="JSONL ({\"id\", \"text\"} lines), PubTator, BioC (.xml/.json), a text file, "
+                              "a directory of .txt files, or '-' (JSONL on stdin).")] = None,
+    output: Annotated[str, typer.Option(
+        "--output", "-o", help="Output file ('-' for stdout); a directory for brat.")] = "-",
+    output_format: Annotated[LinkFormat, typer.Option("--format", help="Output format.")] = LinkFormat.jsonl,
+    context_filter: FilterOption = None,
+    lang: Annotated[str | None, typer.Option(
+        "--lang", help="Language of every text (ISO 639-1); guessed per text when omitted.")] = None,
+    candidates: Annotated[bool, typer.Option("--candidates", help="JSONL: each mention's ranked candidates too.")] = False,
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Documents linked together.")] = 16,
+    overwrite: Annotated[bool, typer.Option(
+        "--overwrite", help="JSONL file or brat output: start over instead of skipping the documents an earlier "
+                            "run wrote.")] = False,
+    engine: Annotated[Engine, typer.Option(
+        "--engine", help="local: this process; ray: Ray Data actors, each loading the bundle once per 10,000 "
+                         "documents.")] = Engine.local,
+    ray_workers: Annotated[int, typer.Option("--ray-workers", min=1, help="--engine ray: linking actors (one CPU each).")] = 2,
+    ray_address: Annotated[str | None, typer.Option(
+        "--ray-address", help="--engine ray: a running cluster ('auto', 'ray://head:10001'); a local one when "
+                              "omitted.")] = None,
+    ner: Annotated[Path | None, typer.Option(
+        "--ner", help="Learned mention detector directory (babelink train ner) instead of span enumeration.")] = None,
+) -> None:
+    """Detect and link the concept mentions of whole texts (any language). JSONL to a file and
+    brat output resume: rerun after a kill and the documents already written are skipped."""
+    from babelink.corpus.resume import completed_ids, write_linked
+    from babelink.formats.document import Document
+    from babelink.formats.inputs import read_input_documents
+
+    if bool(texts) == bool(input_path):
+        raise InvalidInputError("give texts as arguments or --input FILE, not both or neither")
+    if output_format is LinkFormat.brat and output == "-":
+        raise InvalidInputError("--format brat writes a directory: give --output DIR")
+    if input_path not in (None, "-") and output != "-" and Path(input_path).resolve() == Path(output).resolve():
+        raise InvalidInputError("--output must not be the --input file")
+    if ner is not None and engine is Engine.ray:
+        raise InvalidInputError("--ner runs with --engine local only")
+    done = completed_ids(output, output_format.value, overwrite)
+    if done:
+        typer.echo(f"resuming {output}: skipping {len(done):,} documents already linked (--overwrite to start over)",
+                   err=True)
+    documents = ([Document(str(number), text, lang=lang) for number, text in enumerate(texts, start=1)] if texts
+                 else read_input_documents(input_path, lang=lang))
+    if engine is Engine.ray:
+        from babelink.corpus.ray_engine import link_with_ray
+
+        results = link_with_ray(documents, done, bundle=bundle, context_filter=context_filter,
+                                batch_size=batch_size, workers=ray_workers, address=ray_address)
+    else:
+        from babelink.link.linker import Linker
+
+        linker = Linker.open(bundle, filter=context_filter, ner=ner)  # loaded now; documents link lazily
+        results = linker.link_stream((d for d in documents if d.id not in done), batch_size)
+    with counted("linking", skipped=len(done)) as advance:
+        write_linked((advance(result) for result in results), output, output_format.value, candidates=candidates,
+                     overwrite=overwrite)

@@ -1,0 +1,54 @@
+"""Options and choices shared by several commands."""
+
+from __future__ import annotations
+
+import contextlib
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+BundleOption = Annotated[
+    Path | None, typer.Option("--bundle", "-b", help="Bundle directory; the embedded default when omitted.")
+]
+FilterOption = Annotated[
+    Path | None, typer.Option("--filter", help="Contextual filter directory (babelink train filter).")
+]
+InitOption = Annotated[
+    str, typer.Option("--init", help="'default' (bundled multilingual-e5-small) or a checkpoint directory.")
+]
+KbFormatOption = Annotated[
+    str | None, typer.Option("--kb-format", help="umls|ctd|obo|tsv|jsonl|parquet; inferred when omitted.")
+]
+
+
+class Retriever(str, Enum):
+    sparse = "sparse"
+    dense = "dense"
+    hybrid = "hybrid"
+
+
+class IndexKind(str, Enum):
+    flat = "flat"
+    hnsw = "hnsw"
+    ivfpq = "ivfpq"
+
+
+@contextlib.contextmanager
+def counted(stage: str, skipped: int = 0):
+    """`advance(item) -> item`, counting items on a progress display (on a terminal only);
+    `skipped`: documents an earlier run already wrote, shown beside the count."""
+    from babelink.progress import progress_bar
+
+    suffix = f" ({skipped:,} skipped: already in the output)" if skipped else ""
+    with progress_bar(stage) as progress:
+        done = 0
+
+        def advance(item):
+            nonlocal done
+            done += 1
+            progress(f"{stage}: {done:,} documents{suffix}", done, None)
+            return item
+
+        yield advance

@@ -1,0 +1,42 @@
+"""`babelink serve` (the REST service and viewer) and `babelink info` (a bundle's manifest)."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+from babelink.cli.options import BundleOption, FilterOption
+
+
+def info(bundle: BundleOption = None) -> None:
+    """Print a bundle's manifest (the embedded default's when --bundle is omitted)."""
+    from babelink.bundle.default import default_bundle
+    from babelink.bundle.store import read_manifest
+
+    typer.echo(json.dumps(read_manifest(bundle or default_bundle()), indent=2, ensure_ascii=False))
+
+
+def serve(
+    bundle: BundleOption = None,
+    host: Annotated[str, typer.Option("--host", help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=0, max=65535)] = 8000,
+    context_filter: FilterOption = None,
+    workers: Annotated[int, typer.Option(
+        "--workers", min=1, help="Threads running model work (torch already uses every core).")] = 1,
+    queue: Annotated[int, typer.Option(
+        "--queue", min=1, help="Requests admitted at once; more get 429 with Retry-After.")] = 32,
+    timeout: Annotated[float, typer.Option(
+        "--timeout", min=0.001, help="Seconds per request, queueing included; then 503.")] = 30.0,
+) -> None:
+    """Serve normalize and link over HTTP: REST API (OpenAPI at /docs) and a viewer page at /."""
+    import uvicorn
+
+    from babelink.link.linker import Linker
+    from babelink.serve import ServiceLimits, create_app
+
+    linker = Linker.open(bundle, filter=context_filter)
+    service = create_app(linker, ServiceLimits(workers=workers, queue=queue, timeout=timeout))
+    typer.echo(f"serving {linker.bundle.path} on http://{host}:{port}/", err=True)
+    uvicorn.run(service, host=host, port=port)

@@ -1,0 +1,208 @@
+"""`babelink train …`: the entity encoder (SAP), the contextual filter, the NER detector, weight interpolation."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from babelink.cli.options import BundleOption, InitOption, KbFormatOption
+from babelink.errors import InvalidInputError
+from babelink.lang import parse_languages
+
+app = typer.Typer(no_args_is_help=True,
+                  help="Train models: the entity encoder (SAP), the contextual filter, the NER detector.")
+
+
+def _progress(progress):
+    """A trainer's `(step, total, loss)` callback drawn on a `progress_bar`."""
+    return lambda step, total, loss: progress(f"step {step:,}/{total:,} loss {loss:.4f}", step, total)
+
+
+@app.command("sap")
+def train_sap(
+    out: Annotated[Path, typer.Option(
+        "--out", "-o", help="Output checkpoint directory (resumes from out/resume/ when present).")],
+    kb: Annotated[Path | None, typer.Option("--kb", help="KB whose synonyms are the positive pairs (003 §2).")] = None,
+    kb_format: KbFormatOption = None,
+    lang: Annotated[list[str] | None, typer.Option("--lang", help="Read only these KB languages.")] = None,
+    synonyms: Annotated[str, typer.Option(
+        "--synonyms", help="all_syn | en_syn | <lang>_syn (001 Tab. 3) | none (--kb only scores --eval: continue "
+                           "on --pairs alone, 001 §2.2).")] = "all_syn",
+    pairs: Annotated[list[Path] | None, typer.Option(
+        "--pairs", help="Translation pairs (english<TAB>foreign), each pair a pseudo-class (001 §2.2).")] = None,
+    mentions_from: Annotated[Path | None, typer.Option(
+        "--mentions-from",
+        help="Task fine-tuning: annotated documents whose mentions pair with their gold concept's KB names.")] = None,
+    init: InitOption = "default",
+    max_minutes: Annotated[float | None, typer.Option("--max-minutes", help="Stop (and save) after this long.")] = None,
+    max_steps: Annotated[int | None, typer.Option("--max-steps", min=1)] = None,
+    epochs: Annotated[int, typer.Option("--epochs", min=1)] = 1,
+    batch_pairs: Annotated[int, typer.Option("--batch-pairs", min=2, help="Positive pairs per batch.")] = 128,
+    learning_rate: Annotated[float, typer.Option("--lr")] = 2e-5,
+    freeze_embeddings: Annotated[bool, typer.Option(
+        "--freeze-embeddings", help="Keep the word embeddings fixed (CPU training).")] = False,
+    max_pairs_per_concept: Annotated[int, typer.Option("--max-pairs-per-concept", min=1)] = 50,
+    margin: Annotated[float, typer.Option("--margin", help="λ of the hard-triplet mining condition.")] = 0.2,
+    alpha: Annotated[float, typer.Option("--alpha", help="MS loss positive temperature.")] = 2.0,
+    beta: Annotated[float, typer.Option("--beta", help="MS loss negative temperature.")] = 50.0,
+    epsilon: Annotated[float, typer.Option("--epsilon", help="MS loss similarity offset.")] = 1.0,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+    eval_set: Annotated[str | None, typer.Option(
+        "--eval", help="Dev set scored on --kb to keep the best checkpoint: quaero-dev, ncbi-dev or "
+                       "bc5cdr-dev.")] = None,
+    eval_data: Annotated[Path | None, typer.Option(
+        "--eval-data", help="Directory holding the benchmark data (its bench/…), needed by --eval.")] = None,
+    eval_every: Annotated[int, typer.Option("--eval-every", min=1, help="Steps between dev evaluations.")] = 200,
+    eval_distractors: Annotated[int, typer.Option(
+        "--eval-distractors", min=0, help="Concepts besides the dev gold ones in the evaluation dictionary.")] = 5000,
+) -> None:
+    """Self-alignment pretraining of the encoder on KB synonyms and translation pairs."""
+    from babelink.encoders import resolve_checkpoint
+    from babelink.kb.augment import read_annotated
+    from babelink.kb.readers import read_kb
+    from babelink.progress import progress_bar
+    from babelink.train.evaluation import dev_evaluator
+    from babelink.train.pairs import sap_pairs
+    from babelink.train.sap import SapConfig, SapTrainer
+
+    if kb is None and not pairs:
+        raise InvalidInputError("give --kb (synonyms or, with --mentions-from, task pairs) and/or --pairs")
+    if eval_set is not None and (kb is None or eval_data is None):
+        raise InvalidInputError("--eval scores the encoder on --kb against the data in --eval-data: give --kb and --eval-data")
+    knowledge_base = read_kb(kb, kb_format, languages=parse_languages(lang)) if kb is not None else None
+    positives = sap_pairs(knowledge_base, synonyms=synonyms, translations=pairs or (),
+                          mentions=read_annotated(mentions_from) if mentions_from is not None else None,
+                          max_pairs_per_concept=max_pairs_per_concept, seed=seed)
+    evaluate = dev_evaluator(eval_set, eval_data, knowledge_base, eval_distractors) if eval_set else None
+    config = SapConfig(learning_rate=learning_rate, batch_pairs=batch_pairs, margin=margin, alpha=alpha, beta=beta,
+                       epsilon=epsilon, epochs=epochs, max_steps=max_steps, max_minutes=max_minutes,
+                       freeze_embeddings=freeze_embeddings, seed=seed)
+    start, settings = resolve_checkpoint(init)
+    trainer = SapTrainer(start, positives, out, config, settings)
+    typer.echo(f"training on {len(positives):,} positive pairs, {trainer.total_steps:,} steps"
+               + (f", resuming at step {trainer.state.step:,}" if trainer.state.step else ""), err=True)
+    first_step, started = trainer.state.step, time.monotonic()
+    with progress_bar("training") as progress:
+        def report(state, seconds):
+            pairs_per_second = (state.step - first_step) * config.batch_pairs / max(seconds, 1e-9)
+            progress(f"step {state.step:,} loss {state.loss_history[-1]:.4f} · {pairs_per_second:,.0f} pairs/s",
+                     state.step, trainer.total_steps)
+
+        path = trainer.train(report, evaluate, eval_every)
+    losses, seconds = trainer.state.loss_history, time.monotonic() - started
+    rate = (trainer.state.step - first_step) * config.batch_pairs / max(seconds, 1e-9)
+    typer.echo(f"wrote {path} after {trainer.state.step:,} steps ({rate:,.0f} pairs/s); last loss {losses[-1]:.4f}"
+               if losses else f"wrote {path}", err=True)
+    if trainer.state.evaluations:
+        step, score = max(trainer.state.evaluations, key=lambda item: item[1])
+        typer.echo(f"best {eval_set} Acc@1 {score:.4f} at step {step:,} (kept in {path})", err=True)
+
+
+@app.command("filter")
+def train_filter(
+    train: Annotated[Path, typer.Option(
+        "--train", help="Annotated training documents (PubTator, BioC or a brat directory).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output filter directory (written atomically).")],
+    bundle: BundleOption = None,
+    dev: Annotated[Path | None, typer.Option(
+        "--dev", help="Annotated dev documents: the keep-threshold is tuned on them for strict F1.")] = None,
+    init: Annotated[str | None, typer.Option(
+        "--init", help="Checkpoint to start from; the bundle's encoder when omitted.")] = None,
+    window: Annotated[int, typer.Option("--window", min=0, help="Context words on each side of a span (Ws, 000 §4.4).")] = 2,
+    epochs: Annotated[int, typer.Option("--epochs", min=1)] = 1,
+    batch_size: Annotated[int, typer.Option("--batch-size", min=2)] = 32,
+    learning_rate: Annotated[float, typer.Option("--lr")] = 2e-5,
+    negatives: Annotated[float, typer.Option(
+        "--negatives-per-positive", min=0.1,
+        help="Subsample the matcher's wrong proposals to at most this many per right one.")] = 4.0,
+    layers: Annotated[int | None, typer.Option(
+        "--layers", min=1, help="Keep only the encoder's first N transformer layers (faster on CPU).")] = None,
+    max_minutes: Annotated[float | None, typer.Option("--max-minutes")] = None,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+) -> None:
+    """Train the contextual relevance filter (000 §4.4) on the documents the bundle's DFT did not consume."""
+    from babelink.formats import read_documents
+    from babelink.link.linker import Linker
+    from babelink.progress import progress_bar
+    from babelink.train.context_filter import FilterTrainingConfig, fit_filter
+
+    config = FilterTrainingConfig(window=window, learning_rate=learning_rate, epochs=epochs, batch_size=batch_size,
+                                  max_negatives_per_positive=negatives, layers=layers, max_minutes=max_minutes,
+                                  seed=seed)
+    with progress_bar("training") as progress:
+        fitted = fit_filter(Linker.open(bundle), list(read_documents(train)), out, config,
+                            dev=list(read_documents(dev)) if dev is not None else (), init=init,
+                            progress=_progress(progress))
+    typer.echo(f"{fitted.documents:,} documents ({fitted.left_out:,} left out: DFT), {fitted.proposals:,} proposals, "
+               f"{fitted.relevant:,} relevant; trained on {fitted.trained_on:,}", err=True)
+    if fitted.dev_f1 is not None:
+        typer.echo(f"dev strict F1 {fitted.dev_f1:.4f} at threshold {fitted.context_filter.settings.threshold}",
+                   err=True)
+    typer.echo(f"wrote {out}", err=True)
+
+
+@app.command("ner")
+def train_ner(
+    train: Annotated[Path, typer.Option(
+        "--train", help="Annotated training documents (PubTator, BioC or a brat directory).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output detector directory (written atomically).")],
+    dev: Annotated[Path | None, typer.Option(
+        "--dev", help="Annotated dev documents: strict span F1 is reported on them.")] = None,
+    init: InitOption = "default",
+    types: Annotated[list[str] | None, typer.Option(
+        "--types", help="Learn only annotations of these types (repeat); all when omitted.")] = None,
+    epochs: Annotated[int, typer.Option("--epochs", min=1)] = 3,
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Windows per step.")] = 16,
+    learning_rate: Annotated[float, typer.Option("--lr", help="Encoder learning rate.")] = 5e-5,
+    head_learning_rate: Annotated[float, typer.Option(
+        "--head-lr", help="Learning rate of the fresh emission layer and CRF.")] = 1e-3,
+    as_type: Annotated[str | None, typer.Option(
+        "--as-type", help="Label every annotation with this one type (when types do not matter downstream).")] = None,
+    max_length: Annotated[int, typer.Option("--max-length", min=8, help="Sub-tokens per window.")] = 256,
+    max_minutes: Annotated[float | None, typer.Option("--max-minutes", help="Stop (and save) after this long.")] = None,
+    freeze_embeddings: Annotated[bool, typer.Option(
+        "--freeze-embeddings", help="Keep the word embeddings fixed (CPU training).")] = False,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+) -> None:
+    """Train the learned mention detector (encoder + CRF BIO tagger, 002 §4.2) for `link --ner`."""
+    from babelink.encoders import resolve_checkpoint
+    from babelink.formats import read_documents
+    from babelink.progress import progress_bar
+    from babelink.train import ner
+
+    documents = list(read_documents(train))
+    config = ner.NerTrainingConfig(types=tuple(types) if types else None, learning_rate=learning_rate,
+                                   head_learning_rate=head_learning_rate, as_type=as_type, epochs=epochs,
+                                   batch_size=batch_size, max_length=max_length, freeze_embeddings=freeze_embeddings,
+                                   max_minutes=max_minutes, seed=seed)
+    mentions = sum(len(ner.selected(d.annotations, config.types)) for d in documents)
+    typer.echo(f"training on {len(documents):,} documents, {mentions:,} mentions", err=True)
+    with progress_bar("training") as progress:
+        detector = ner.train_ner(resolve_checkpoint(init)[0], documents, out, config, _progress(progress))
+    typer.echo(f"wrote {out}: labels {', '.join(detector.settings.labels)}", err=True)
+    if dev is not None:
+        scores = ner.evaluate_ner(detector, list(read_documents(dev)), config.types)
+        strict, partial = scores["strict"], scores["partial"]
+        typer.echo(f"dev strict P {strict['precision']:.4f} R {strict['recall']:.4f} F1 {strict['f1']:.4f} "
+                   f"(partial F1 {partial['f1']:.4f})", err=True)
+
+
+@app.command("interpolate")
+def train_interpolate(
+    trained: Annotated[Path, typer.Option(
+        "--trained", help="Fine-tuned checkpoint directory (e.g. babelink train sap --out).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output checkpoint directory (written atomically).")],
+    weight: Annotated[float, typer.Option(
+        "--weight", min=0.0, max=1.0, help="Share of the fine-tuned weights (1: all of them).")] = 0.5,
+    init: Annotated[str, typer.Option(
+        "--init", help="'default' (bundled multilingual-e5-small) or the checkpoint the training started from.")
+    ] = "default",
+) -> None:
+    """Mix a fine-tuned encoder's weights with its starting point's (WiSE-FT), to keep what fine-tuning forgot."""
+    from babelink.encoders import resolve_checkpoint
+    from babelink.train.interpolate import interpolate_checkpoints
+
+    typer.echo(f"wrote {interpolate_checkpoints(resolve_checkpoint(init)[0], trained, weight, out)}", err=True)

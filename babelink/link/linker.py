@@ -1,0 +1,134 @@
+"""`Linker`: the Python API; the CLI, the REST service, spaCy and the batch engines are thin layers over it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import fields, replace
+from functools import cached_property
+from pathlib import Path
+
+from babelink.batching import batched
+from babelink.bundle.store import Bundle, load_bundle
+from babelink.detect import MentionDetector
+from babelink.detect.stopwords import BoundaryStopwords, protected_words
+from babelink.formats.document import Document
+from babelink.link.context_filter import ContextFilter
+from babelink.link.documents import DocumentLinker, LinkParams
+from babelink.link.mentions import LinkedDocument
+from babelink.link.ngram_search import LinkedPart, ngram_search
+from babelink.retrieve.candidate import Candidate, CandidateGenerator
+from babelink.retrieve.factory import generator_for
+from babelink.text import normalized_mention
+
+_LINK_PARAMS = frozenset(field.name for field in fields(LinkParams))
+
+
+class Linker:
+    """A loaded bundle answering `normalize` (mention → concepts) and `link` (text → mentions).
+
+    Mentions and texts are checked and normalised here, once; the retrievers below take
+    normalised strings. A `Linker` is immutable: `with_options` gives one with another filter,
+    detector or link parameters that shares the loaded bundle, retrievers and stop words.
+    Document linking is set up on first use (its stop words derive from every KB name), so a
+    linker that only normalises never pays for it.
+    """
+
+    #: Mentions sent to the candidate generator at once: large enough to amortise
+    #: the sparse matrix products, small enough to keep memory flat on huge inputs.
+    BATCH_SIZE = 1024
+
+    def __init__(self, bundle: Bundle, generator: CandidateGenerator | None = None,
+                 link_params: LinkParams | None = None, context_filter: ContextFilter | None = None,
+                 detector: MentionDetector | None = None, *, _documents: DocumentLinker | None = None):
+        self.bundle = bundle
+        self.generator = generator or generator_for(bundle)
+        self.link_params = link_params or LinkParams()
+        self.context_filter = context_filter
+        self.detector = detector
+        if _documents is not None:
+            self.documents = replace(_documents, params=self.link_params, context_filter=context_filter,
+                                     detector=detector)
+
+    @classmethod
+    def open(cls, bundle: str | Path | None = None, *, filter: str | Path | ContextFilter | None = None,
+             ner: str | Path | MentionDetector | None = None, **params) -> Linker:
+        """The linker of the bundle at `bundle` (None: the embedded default, built on first use),
+        with an optional contextual filter and learned mention detector (directories or loaded
+        models); `params` are `LinkParams` fields (`link_threshold=0.9`, …)."""
+        unknown = set(params) - _LINK_PARAMS
+        if unknown:
+            raise TypeError(f"unknown link parameters: {', '.join(sorted(unknown))}")
+        if bundle is None:
+            from babelink.bundle.default import default_bundle
+
+            bundle = default_bundle()
+        if isinstance(filter, str | Path):
+            filter = ContextFilter(filter)
+        if isinstance(ner, str | Path):
+            from babelink.detect.ner import NerDetector
+
+            ner = NerDetector(ner)
+        return cls(load_bundle(bundle), link_params=LinkParams(**params), context_filter=filter, detector=ner)
+
+    def with_options(self, **changes) -> Linker:
+        """This linker with other `link_params`, `context_filter` or `detector`; the bundle,
+        retrievers and stop words are shared, not reloaded."""
+        current = {"link_params": self.link_params, "context_filter": self.context_filter, "detector": self.detector}
+        unknown = set(changes) - set(current)
+        if unknown:
+            raise TypeError(f"with_options takes {', '.join(current)}, not {', '.join(sorted(unknown))}")
+        return Linker(self.bundle, self.generator, **{**current, **changes}, _documents=self.documents)
+
+    @cached_property
+    def documents(self) -> DocumentLinker:
+        """The document linker: the sparse retriever as high-recall matcher, `generator` as
+        ranker, stop words that protect the words opening or closing the bundle's names."""
+        bundles = [self.bundle] + ([self.bundle.spans] if self.bundle.spans is not None else [])
+        protected = protected_words(surface for part in bundles for surface in part.names.surfaces)
+        sparse = self.bundle.retriever == "sparse"
+        recall = self.generator if sparse else generator_for(self.bundle, retriever="sparse")
+        return DocumentLinker(recall, self.generator, BoundaryStopwords(protected), self.link_params,
+                              self.context_filter, self.detector)
+
+    def normalize(self, mentions: str | Sequence[str], top_k: int = 5) -> list[Candidate] | list[list[Candidate]]:
+        """Ranked concepts for one mention (a list) or for each of several (a list of lists).
+
+        Raises `InvalidInputError` for an empty, non-string or over-long mention.
+        """
+        if isinstance(mentions, str):
+            return self.normalize([mentions], top_k)[0]
+        return [candidates for _, candidates in self.normalize_stream(mentions, top_k)]
+
+    def normalize_stream(self, mentions: Iterable[str], top_k: int = 5) -> Iterator[tuple[str, list[Candidate]]]:
+        """Lazily normalise an iterable of any length, batch by batch: `(mention, candidates)`."""
+        if top_k < 1:
+            raise ValueError(f"top_k must be at least 1, got {top_k}")
+        for batch in batched(mentions, self.BATCH_SIZE):
+            yield from zip(batch, self._normalize_batch(batch, top_k))
+
+    def link(self, text: str, lang: str | None = None, doc_id: str = "") -> LinkedDocument:
+        """The concept mentions of one text, with character offsets into it."""
+        return self.link_documents([Document(doc_id, text, lang=lang)])[0]
+
+    def link_documents(self, documents: Sequence[Document]) -> list[LinkedDocument]:
+        """Link documents together (`lang` None: guessed from the text); a batch shares one
+        search per distinct span string."""
+        return self.documents.link(documents)
+
+    def link_stream(self, documents: Iterable[Document], batch_size: int = 16) -> Iterator[LinkedDocument]:
+        for batch in batched(documents, batch_size):
+            yield from self.link_documents(batch)
+
+    def search_ngrams(self, mention: str, threshold: float, top_k: int = 5) -> list[LinkedPart]:
+        """The mention's linked parts by the n-gram search loop (002 §4.4.1): the whole mention
+        when its best concept scores at least `threshold`, else its best-scoring n-grams."""
+        normalized_mention(mention)  # validates
+        return ngram_search(self.generator, mention, threshold, top_k)
+
+    def _normalize_batch(self, mentions: Sequence[str], top_k: int) -> list[list[Candidate]]:
+        """Each distinct normalised string is searched once per batch: repeats are common in corpora."""
+        normalized = [normalized_mention(mention) for mention in mentions]
+        unique = list(dict.fromkeys(normalized))
+        answers = dict(zip(unique, self.generator.generate(unique, top_k)))
+        return [answers[key] for key in normalized]
+

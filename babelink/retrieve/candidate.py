@@ -1,0 +1,43 @@
+"""What retrieval returns, and the one interface every retriever implements.
+
+Retrievers take mention strings already passed through `text.normalize_name` (their argument is
+named `normalized`): the `Linker` and the document linker normalise once, at their entry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    concept_id: str
+    name: str  # the concept's preferred name
+    matched_name: str  # the KB name that matched the mention
+    score: float
+    sparse_score: float | None = None  # the retrievers' own scores, where the score fuses them
+    dense_score: float | None = None
+    index: str = "kb"  # "spans" when found in the labeled-span index (`SwitchingGenerator`)
+
+    def to_dict(self) -> dict:
+        fields = {"id": self.concept_id, "name": self.name, "matched_name": self.matched_name, "score": round(self.score, 6)}
+        if self.index != "kb":
+            fields["index"] = self.index
+        for key, value in (("sparse_score", self.sparse_score), ("dense_score", self.dense_score)):
+            if value is not None:
+                fields[key] = round(value, 6)
+        return fields
+
+    @classmethod
+    def from_dict(cls, fields: dict) -> Candidate:
+        """The inverse of `to_dict` (scores as rounded there)."""
+        return cls(fields["id"], fields["name"], fields["matched_name"], fields["score"], fields.get("sparse_score"),
+                   fields.get("dense_score"), fields.get("index", "kb"))
+
+
+class CandidateGenerator(Protocol):
+    def generate(self, normalized: Sequence[str], top_k: int) -> list[list[Candidate]]:
+        """For each normalised mention, at most `top_k` concepts, best first."""
+        ...

@@ -1,0 +1,33 @@
+"""The candidate generator a bundle was built for: one place that turns a manifest into a retriever."""
+
+from __future__ import annotations
+
+from babelink.bundle.store import Bundle
+from babelink.encoders import Encoder
+from babelink.encoders.cache import CachedEncoder
+from babelink.retrieve.candidate import CandidateGenerator
+from babelink.retrieve.generators import DenseGenerator, HybridGenerator, HybridParams, SparseGenerator
+from babelink.retrieve.switching import SwitchingGenerator
+
+
+def generator_for(bundle: Bundle, encoder: Encoder | None = None, retriever: str | None = None) -> CandidateGenerator:
+    """The candidate generator a bundle was built for (its manifest's `retriever`, or the given
+    one), behind index switching when it has a labeled-span index. Both indexes share one
+    cached encoder."""
+    retriever = retriever or bundle.retriever
+    if retriever != "sparse":
+        encoder = encoder or CachedEncoder(bundle.encoder())
+    generator = _kb_generator(bundle, retriever, encoder)
+    if bundle.spans is not None:
+        spans = _kb_generator(bundle.spans, retriever, encoder)
+        generator = SwitchingGenerator(spans, generator, bundle.manifest["spans"]["switch_threshold"])
+    return generator
+
+
+def _kb_generator(bundle: Bundle, retriever: str, encoder: Encoder | None) -> CandidateGenerator:
+    if retriever == "sparse":
+        return SparseGenerator(bundle.kb, bundle.names, bundle.sparse)
+    if retriever == "dense":
+        return DenseGenerator(bundle.kb, bundle.names, bundle.dense, encoder)
+    return HybridGenerator(bundle.kb, bundle.names, bundle.sparse, bundle.dense, encoder,
+                           HybridParams(**bundle.manifest["hybrid"]))
