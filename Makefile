@@ -16,6 +16,7 @@ run: $(BIN)/babelink
 	$(BIN)/babelink link "El paciente tiene diabetes mellitus tipo 2 e hipertensión arterial."
 
 test: $(BIN)/babelink
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
 
 bench: $(BIN)/babelink

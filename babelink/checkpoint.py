@@ -28,7 +28,9 @@ def read_json_object(path: Path) -> dict:
     return value
 
 
-def read_settings(directory: Path, file_name: str, make: Callable[[dict], Settings], kind: str, trainer: str) -> Settings:
+def read_settings(
+    directory: Path, file_name: str, make: Callable[[dict], Settings], kind: str, trainer: str
+) -> Settings:
     """`make(fields)` of `directory/file_name`; a missing file says which command makes a `kind`,
     and fields `make` rejects name the file."""
     path = directory / file_name
@@ -58,7 +60,11 @@ def cpu_autocast_dtype(device):
     """bf16 on CPUs that compute it natively (3× faster there than fp32), else None: full precision."""
     import torch
 
-    return torch.bfloat16 if device.type == "cpu" and cpu_has_native_bf16() and torch.backends.mkldnn.is_available() else None
+    return (
+        torch.bfloat16
+        if device.type == "cpu" and cpu_has_native_bf16() and torch.backends.mkldnn.is_available()
+        else None
+    )
 
 
 def cpu_has_native_bf16() -> bool:

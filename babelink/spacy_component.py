@@ -31,8 +31,13 @@ def make_babelink(nlp: Language, name: str, bundle: str | None, filter: str | No
                   batch_size: int, overwrite_ents: bool, label: str) -> BabelinkComponent:
     """`bundle` None: the embedded default bundle; `filter`: a contextual filter directory;
     `lang` None: the pipeline's language, guessed per text for multi-language ("xx") pipelines."""
-    return BabelinkComponent(Linker.open(bundle, filter=filter), lang or (None if nlp.lang == "xx" else nlp.lang), batch_size, overwrite_ents,
-                             label)
+    return BabelinkComponent(
+        Linker.open(bundle, filter=filter),
+        lang or (None if nlp.lang == "xx" else nlp.lang),
+        batch_size,
+        overwrite_ents,
+        label,
+    )
 
 
 class BabelinkComponent:

@@ -33,7 +33,9 @@ def tiny_encoder_dir(tmp_path_factory) -> Path:
     tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True, strip_accents=False)
     tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tokenizer.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", vocabulary["[CLS]"]), ("[SEP]", vocabulary["[SEP]"])]
+        single="[CLS] $A [SEP]",
+        pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", vocabulary["[CLS]"]), ("[SEP]", vocabulary["[SEP]"])],
     )
     tokenizer.decoder = decoders.WordPiece()
     path = tmp_path_factory.mktemp("tiny-bert")
@@ -62,15 +64,3 @@ def contextual_encoder_dir(tiny_encoder_dir, tmp_path_factory) -> Path:
     torch.manual_seed(0)
     BertModel(config, add_pooling_layer=False).save_pretrained(path)
     return path
-
-
-def build_sparse_bundle(names: dict[str, list[str]], out: Path) -> Path:
-    """A real sparse bundle of `{concept id: [preferred name, synonyms…]}`: builds in a second."""
-    from babelink.bundle.store import build_bundle
-    from babelink.kb.base import KnowledgeBaseBuilder
-
-    builder = KnowledgeBaseBuilder()
-    for concept_id, concept_names in names.items():
-        for position, name in enumerate(concept_names):
-            builder.add_name(concept_id, name, preferred=position == 0)
-    return build_bundle(builder.build(), out, retriever="sparse")

@@ -4,7 +4,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import build_sparse_bundle
+from support import build_sparse_bundle
 
 spacy = pytest.importorskip("spacy")
 

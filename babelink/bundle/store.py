@@ -120,7 +120,9 @@ def build_bundle(
         raise BabelinkError("the knowledge base has no concepts (check the --lang / source filters)")
     sparse_params = sparse_params or TfidfParams()
     dense_params = dense_params or DenseParams()
-    dense_encoder = open_encoder(encoder, **(encoder_settings or {})) if retriever != "sparse" else None  # fail fast, before any work
+    dense_encoder = (
+        open_encoder(encoder, **(encoder_settings or {})) if retriever != "sparse" else None
+    )  # fail fast, before any work
     started = time.perf_counter()
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))

@@ -65,10 +65,17 @@ def build(
     breadth = {name: value for name, value in (("ef_search", ef_search), ("nprobe", nprobe)) if value is not None}
     with progress_bar("indexing") as progress:
         path = build_bundle(
-            knowledge_base, out, retriever=retriever.value, encoder=encoder,
-            encoder_settings={"pooling": pooling, "prefix": prefix}, dense_params=DenseParams(kind=index.value, **breadth),
-            spans=spans, switch_threshold=DEFAULT_SWITCH_THRESHOLD if switch_threshold is None else switch_threshold,
-            dft=dft, kb_source=source_info, progress=progress,
+            knowledge_base,
+            out,
+            retriever=retriever.value,
+            encoder=encoder,
+            encoder_settings={"pooling": pooling, "prefix": prefix},
+            dense_params=DenseParams(kind=index.value, **breadth),
+            spans=spans,
+            switch_threshold=DEFAULT_SWITCH_THRESHOLD if switch_threshold is None else switch_threshold,
+            dft=dft,
+            kb_source=source_info,
+            progress=progress,
         )
     summary = (f"wrote {path}: {len(knowledge_base):,} concepts, {knowledge_base.num_names:,} names, "
                f"{retriever.value} retriever")

@@ -28,29 +28,57 @@ class Engine(str, Enum):
 def link(
     texts: Annotated[list[str] | None, typer.Argument(help="Texts to link (or use --input).")] = None,
     bundle: BundleOption = None,
-    input_path: Annotated[str | None, typer.Option(
-        "--input", "-i", help="JSONL ({\"id\", \"text\"} lines), PubTator, BioC (.xml/.json), a text file, "
-                              "a directory of .txt files, or '-' (JSONL on stdin).")] = None,
-    output: Annotated[str, typer.Option(
-        "--output", "-o", help="Output file ('-' for stdout); a directory for brat.")] = "-",
+    input_path: Annotated[
+        str | None,
+        typer.Option(
+            "--input",
+            "-i",
+            help='JSONL ({"id", "text"} lines), PubTator, BioC (.xml/.json), a text file, '
+            "a directory of .txt files, or '-' (JSONL on stdin).",
+        ),
+    ] = None,
+    output: Annotated[
+        str, typer.Option("--output", "-o", help="Output file ('-' for stdout); a directory for brat.")
+    ] = "-",
     output_format: Annotated[LinkFormat, typer.Option("--format", help="Output format.")] = LinkFormat.jsonl,
     context_filter: FilterOption = None,
-    lang: Annotated[str | None, typer.Option(
-        "--lang", help="Language of every text (ISO 639-1); guessed per text when omitted.")] = None,
-    candidates: Annotated[bool, typer.Option("--candidates", help="JSONL: each mention's ranked candidates too.")] = False,
+    lang: Annotated[
+        str | None, typer.Option("--lang", help="Language of every text (ISO 639-1); guessed per text when omitted.")
+    ] = None,
+    candidates: Annotated[
+        bool, typer.Option("--candidates", help="JSONL: each mention's ranked candidates too.")
+    ] = False,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Documents linked together.")] = 16,
-    overwrite: Annotated[bool, typer.Option(
-        "--overwrite", help="JSONL file or brat output: start over instead of skipping the documents an earlier "
-                            "run wrote.")] = False,
-    engine: Annotated[Engine, typer.Option(
-        "--engine", help="local: this process; ray: Ray Data actors, each loading the bundle once per 10,000 "
-                         "documents.")] = Engine.local,
-    ray_workers: Annotated[int, typer.Option("--ray-workers", min=1, help="--engine ray: linking actors (one CPU each).")] = 2,
-    ray_address: Annotated[str | None, typer.Option(
-        "--ray-address", help="--engine ray: a running cluster ('auto', 'ray://head:10001'); a local one when "
-                              "omitted.")] = None,
-    ner: Annotated[Path | None, typer.Option(
-        "--ner", help="Learned mention detector directory (babelink train ner) instead of span enumeration.")] = None,
+    overwrite: Annotated[
+        bool,
+        typer.Option(
+            "--overwrite",
+            help="JSONL file or brat output: start over instead of skipping the documents an earlier run wrote.",
+        ),
+    ] = False,
+    engine: Annotated[
+        Engine,
+        typer.Option(
+            "--engine",
+            help="local: this process; ray: Ray Data actors, each loading the bundle once per 10,000 documents.",
+        ),
+    ] = Engine.local,
+    ray_workers: Annotated[
+        int, typer.Option("--ray-workers", min=1, help="--engine ray: linking actors (one CPU each).")
+    ] = 2,
+    ray_address: Annotated[
+        str | None,
+        typer.Option(
+            "--ray-address",
+            help="--engine ray: a running cluster ('auto', 'ray://head:10001'); a local one when omitted.",
+        ),
+    ] = None,
+    ner: Annotated[
+        Path | None,
+        typer.Option(
+            "--ner", help="Learned mention detector directory (babelink train ner) instead of span enumeration."
+        ),
+    ] = None,
 ) -> None:
     """Detect and link the concept mentions of whole texts (any language). JSONL to a file and
     brat output resume: rerun after a kill and the documents already written are skipped."""

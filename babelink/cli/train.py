@@ -71,7 +71,9 @@ def train_sap(
     if kb is None and not pairs:
         raise InvalidInputError("give --kb (synonyms or, with --mentions-from, task pairs) and/or --pairs")
     if eval_set is not None and (kb is None or eval_data is None):
-        raise InvalidInputError("--eval scores the encoder on --kb against the data in --eval-data: give --kb and --eval-data")
+        raise InvalidInputError(
+            "--eval scores the encoder on --kb against the data in --eval-data: give --kb and --eval-data"
+        )
     knowledge_base = read_kb(kb, kb_format, languages=parse_languages(lang)) if kb is not None else None
     positives = sap_pairs(knowledge_base, synonyms=synonyms, translations=pairs or (),
                           mentions=read_annotated(mentions_from) if mentions_from is not None else None,
@@ -103,23 +105,36 @@ def train_sap(
 
 @app.command("filter")
 def train_filter(
-    train: Annotated[Path, typer.Option(
-        "--train", help="Annotated training documents (PubTator, BioC or a brat directory).")],
+    train: Annotated[
+        Path, typer.Option("--train", help="Annotated training documents (PubTator, BioC or a brat directory).")
+    ],
     out: Annotated[Path, typer.Option("--out", "-o", help="Output filter directory (written atomically).")],
     bundle: BundleOption = None,
-    dev: Annotated[Path | None, typer.Option(
-        "--dev", help="Annotated dev documents: the keep-threshold is tuned on them for strict F1.")] = None,
-    init: Annotated[str | None, typer.Option(
-        "--init", help="Checkpoint to start from; the bundle's encoder when omitted.")] = None,
-    window: Annotated[int, typer.Option("--window", min=0, help="Context words on each side of a span (Ws, 000 §4.4).")] = 2,
+    dev: Annotated[
+        Path | None,
+        typer.Option("--dev", help="Annotated dev documents: the keep-threshold is tuned on them for strict F1."),
+    ] = None,
+    init: Annotated[
+        str | None, typer.Option("--init", help="Checkpoint to start from; the bundle's encoder when omitted.")
+    ] = None,
+    window: Annotated[
+        int, typer.Option("--window", min=0, help="Context words on each side of a span (Ws, 000 §4.4).")
+    ] = 2,
     epochs: Annotated[int, typer.Option("--epochs", min=1)] = 1,
     batch_size: Annotated[int, typer.Option("--batch-size", min=2)] = 32,
     learning_rate: Annotated[float, typer.Option("--lr")] = 2e-5,
-    negatives: Annotated[float, typer.Option(
-        "--negatives-per-positive", min=0.1,
-        help="Subsample the matcher's wrong proposals to at most this many per right one.")] = 4.0,
-    layers: Annotated[int | None, typer.Option(
-        "--layers", min=1, help="Keep only the encoder's first N transformer layers (faster on CPU).")] = None,
+    negatives: Annotated[
+        float,
+        typer.Option(
+            "--negatives-per-positive",
+            min=0.1,
+            help="Subsample the matcher's wrong proposals to at most this many per right one.",
+        ),
+    ] = 4.0,
+    layers: Annotated[
+        int | None,
+        typer.Option("--layers", min=1, help="Keep only the encoder's first N transformer layers (faster on CPU)."),
+    ] = None,
     max_minutes: Annotated[float | None, typer.Option("--max-minutes")] = None,
     seed: Annotated[int, typer.Option("--seed")] = 0,
 ) -> None:

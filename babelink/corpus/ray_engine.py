@@ -50,12 +50,16 @@ class LinkActor:
             if self.error is not None:
                 raise BabelinkError(self.error)
             columns = [batch.column(name).to_pylist() for name in ("id", "text", "lang")]
-            linked = self.linker.link_documents([Document(doc_id, text, lang=lang) for doc_id, text, lang in zip(*columns)])
+            linked = self.linker.link_documents(
+                [Document(doc_id, text, lang=lang) for doc_id, text, lang in zip(*columns)]
+            )
         except BabelinkError as error:
             return {"text": [None], "record": [None], "error": [str(error)]}
-        return {"text": [document.text for document in linked],
-                "record": [json.dumps(document.to_dict(with_candidates=True), ensure_ascii=False) for document in linked],
-                "error": [None] * len(linked)}
+        return {
+            "text": [document.text for document in linked],
+            "record": [json.dumps(document.to_dict(with_candidates=True), ensure_ascii=False) for document in linked],
+            "error": [None] * len(linked),
+        }
 
 
 def link_with_ray(documents: Iterable[Document], skip: set[str], *, bundle: Path | None, context_filter: Path | None,

@@ -154,7 +154,9 @@ class NerDetector:
         longest = max(len(words) for words in windows)
         mask = torch.arange(longest).unsqueeze(0) < torch.tensor([len(words) for words in windows]).unsqueeze(1)
         inputs = {key: value.to(self.device) for key, value in encoded.items()}
-        with torch.autocast(self.device.type, dtype=self._autocast or torch.float32, enabled=self._autocast is not None):
+        with torch.autocast(
+            self.device.type, dtype=self._autocast or torch.float32, enabled=self._autocast is not None
+        ):
             emissions = self.model(inputs, torch.tensor(first_pieces(encoded, longest), device=self.device))
         return emissions, mask.to(self.device)
 

@@ -71,7 +71,9 @@ class TransformerEncoder:
             import torch
             from transformers import AutoModel, AutoTokenizer
         except ImportError as error:
-            raise BabelinkError(f"dense encoders need {error.name}: pip install babelink (with its dependencies)") from None
+            raise BabelinkError(
+                f"dense encoders need {error.name}: pip install babelink (with its dependencies)"
+            ) from None
         self._torch = torch
         self.device = inference_device(device)
         try:

@@ -45,7 +45,11 @@ def _resolve_gold(queries: Iterable[NormalizationQuery], resolve: Callable[[str]
 
 
 def xlbel_set(data: Path, kb: KnowledgeBase, languages=XLBEL_LANGUAGES, version: str = "v0.0") -> QuerySet:
-    queries = [q for lang in languages for q in read_xlbel(data / "bench" / "xl_bel" / f"xlbel_{version}" / f"{lang}_1k_test_query.txt")]
+    queries = [
+        q
+        for lang in languages
+        for q in read_xlbel(data / "bench" / "xl_bel" / f"xlbel_{version}" / f"{lang}_1k_test_query.txt")
+    ]
     return _resolve_gold(queries, kb.resolve, f"XL-BEL {version}")
 
 
@@ -62,13 +66,15 @@ def mantra_set(data: Path, kb: KnowledgeBase) -> QuerySet:
 
 
 def ncbi_set(data: Path, kb: KnowledgeBase, split: str = "test") -> QuerySet:
-    file = {"train": "NCBItrainset_corpus.txt", "dev": "NCBIdevelopset_corpus.txt", "test": "NCBItestset_corpus.txt"}[split]
+    file = {"train": "NCBItrainset", "dev": "NCBIdevelopset", "test": "NCBItestset"}[split] + "_corpus.txt"
     return pubtator_set(data / "bench" / "ncbi_disease" / file, kb, f"NCBI-disease {split}")
 
 
 def bc5cdr_set(data: Path, kb: KnowledgeBase, split: str = "test") -> QuerySet:
     file = {"train": "CDR_TrainingSet", "dev": "CDR_DevelopmentSet", "test": "CDR_TestSet"}[split]
-    return pubtator_set(data / "bench" / "bc5cdr" / f"{file}.PubTator.txt", kb, f"BC5CDR-Disease {split}", frozenset({"Disease"}))
+    return pubtator_set(
+        data / "bench" / "bc5cdr" / f"{file}.PubTator.txt", kb, f"BC5CDR-Disease {split}", frozenset({"Disease"})
+    )
 
 
 def run_normalization(

@@ -71,7 +71,9 @@ class DenseNameIndex:
         count, dimension = vectors.shape
         if count == 0:
             raise BabelinkError("cannot build a dense index over zero names")
-        index = faiss.index_factory(dimension, cls._factory_string(params, count, dimension), faiss.METRIC_INNER_PRODUCT)
+        index = faiss.index_factory(
+            dimension, cls._factory_string(params, count, dimension), faiss.METRIC_INNER_PRODUCT
+        )
         if not index.is_trained:
             sample = vectors
             if count > params.training_sample:
@@ -136,7 +138,9 @@ class DenseNameIndex:
         try:
             index = faiss.read_index(str(directory / INDEX_FILE), flags | faiss.IO_FLAG_READ_ONLY)
         except RuntimeError as error:
-            raise BabelinkError(f"{directory / INDEX_FILE}: unreadable FAISS index ({str(error).splitlines()[0]})") from None
+            raise BabelinkError(
+                f"{directory / INDEX_FILE}: unreadable FAISS index ({str(error).splitlines()[0]})"
+            ) from None
         return cls(params, index)
 
 

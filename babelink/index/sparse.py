@@ -125,7 +125,9 @@ class TfidfNameIndex:
     def load(cls, directory: Path) -> TfidfNameIndex:
         params = TfidfParams(**json.loads((directory / PARAMS_FILE).read_text()))
         table = pq.read_table(directory / VOCABULARY_FILE)
-        vectorizer = cls._vectorizer(params, {ngram: column for column, ngram in enumerate(table.column("ngram").to_pylist())})
+        vectorizer = cls._vectorizer(
+            params, {ngram: column for column, ngram in enumerate(table.column("ngram").to_pylist())}
+        )
         vectorizer.idf_ = table.column("idf").to_numpy()
         return cls(params, vectorizer, sp.load_npz(directory / MATRIX_FILE).tocsr())
 

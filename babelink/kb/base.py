@@ -183,7 +183,9 @@ class KnowledgeBaseBuilder:
             name = unicodedata.normalize("NFC", " ".join(name.split()))
             if name and name.casefold() not in seen:
                 seen.add(name.casefold())
-                self.add_name(concept_id, name, lang=lang, source=source, term_type=term_type, preferred=term_type == "PT")
+                self.add_name(
+                    concept_id, name, lang=lang, source=source, term_type=term_type, preferred=term_type == "PT"
+                )
 
     def add_concept(
         self,

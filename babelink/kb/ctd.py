@@ -28,7 +28,9 @@ def read_ctd(path: str | Path, *, languages: frozenset[str] | None = None) -> Kn
             continue
         fields = line.split("\t")
         if len(fields) < MIN_FIELDS:
-            raise InputFormatError(path, number, f"expected at least {MIN_FIELDS} tab-separated fields, found {len(fields)}")
+            raise InputFormatError(
+                path, number, f"expected at least {MIN_FIELDS} tab-separated fields, found {len(fields)}"
+            )
         concept_id, name = fields[ID].strip(), fields[NAME].strip()
         if not concept_id or not name:
             raise InputFormatError(path, number, "empty DiseaseName or DiseaseID")

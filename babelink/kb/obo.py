@@ -119,7 +119,9 @@ def add_obo_terms(builder: KnowledgeBaseBuilder, terms: Iterable[OboTerm], *, so
                 builder.add_concept(term.replaced_by[0], alt_ids=[term.id])
             continue
         synonyms = [s.text for s in term.synonyms if s.scope in ("EXACT", "RELATED") and s.type != "obsolete_synonym"]
-        builder.add_names(term.id, [(term.name or "", "PT"), *((text, "SY") for text in synonyms)], lang=lang, source=source)
+        builder.add_names(
+            term.id, [(term.name or "", "PT"), *((text, "SY") for text in synonyms)], lang=lang, source=source
+        )
         builder.add_concept(term.id, xrefs=term.xrefs, alt_ids=term.alt_ids)
 
 

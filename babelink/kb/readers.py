@@ -27,7 +27,9 @@ def infer_format(path: Path) -> str:
     suffix = Path(name).suffix.lstrip(".")
     if suffix in {"obo", "tsv", "jsonl"}:
         return suffix
-    raise InputFormatError(path, None, f"cannot tell the KB format from the file name; pass --kb-format ({'|'.join(FORMATS)})")
+    raise InputFormatError(
+        path, None, f"cannot tell the KB format from the file name; pass --kb-format ({'|'.join(FORMATS)})"
+    )
 
 
 def read_kb(
@@ -48,7 +50,9 @@ def read_kb(
     if kb_format == "umls":
         from babelink.kb.umls import read_umls
 
-        mrconso = path if path.is_file() else next(p for p in (path / "MRCONSO.RRF", path / "MRCONSO.RRF.gz") if p.is_file())
+        mrconso = (
+            path if path.is_file() else next(p for p in (path / "MRCONSO.RRF", path / "MRCONSO.RRF.gz") if p.is_file())
+        )
         return read_umls(mrconso, languages=languages, sources=sources, term_types=term_types)
     if kb_format == "ctd":
         from babelink.kb.ctd import read_ctd

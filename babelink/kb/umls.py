@@ -42,7 +42,9 @@ def read_umls(
             continue
         fields = line.split("|")
         if len(fields) < MRCONSO_FIELDS:
-            raise InputFormatError(mrconso, number, f"expected {MRCONSO_FIELDS} '|'-separated fields, found {len(fields)}")
+            raise InputFormatError(
+                mrconso, number, f"expected {MRCONSO_FIELDS} '|'-separated fields, found {len(fields)}"
+            )
         cui, name = fields[CUI], fields[STR]
         if not cui or not name:
             raise InputFormatError(mrconso, number, "empty CUI or STR field")

@@ -93,7 +93,9 @@ class ContextFilter:
         """Logit of P(relevant) per input (graph kept: training calls this too)."""
         torch = self._torch
         inputs = self.tokenizer.pad({"input_ids": input_ids}, return_tensors="pt").to(self.device)
-        with torch.autocast(self.device.type, dtype=self._autocast or torch.float32, enabled=self._autocast is not None):
+        with torch.autocast(
+            self.device.type, dtype=self._autocast or torch.float32, enabled=self._autocast is not None
+        ):
             logits = self.model(**inputs).logits
         return logits[:, 1] - logits[:, 0]
 

@@ -122,7 +122,9 @@ class DocumentLinker:
         for (index, offset, segment, lang), (stopwords, spans) in zip(segments, self._spans(segments)):
             abbreviations = abbreviation_map(segment) if self.params.resolve_abbreviations else {}
             searched = ((span, abbreviations.get(span.text, span.text)) for span in spans)
-            per_segment.append((index, offset, stopwords, [(span, text, normalize_name(text)) for span, text in searched]))
+            per_segment.append(
+                (index, offset, stopwords, [(span, text, normalize_name(text)) for span, text in searched])
+            )
         searched = [key for key in dict.fromkeys(key for *_, spans in per_segment for _, _, key in spans) if key]
         floor = self.params.recall_threshold if self.detector is None else float("-inf")
         recall_scores = {text: candidates[0].score if candidates else 0.0
@@ -135,8 +137,17 @@ class DocumentLinker:
             for span, text, key in spans:
                 candidates = ranked.get(key)
                 if candidates and candidates[0].score >= self.params.link_threshold:
-                    proposals[index].append(Proposal(span.start + offset, span.end + offset, span.text, text, candidates,
-                                                     recall_scores[key], detector))
+                    proposals[index].append(
+                        Proposal(
+                            span.start + offset,
+                            span.end + offset,
+                            span.text,
+                            text,
+                            candidates,
+                            recall_scores[key],
+                            detector,
+                        )
+                    )
                 elif self.detector is not None and key:
                     proposals[index] += self._linked_ngrams(span, offset, detector, stopwords)
         return proposals

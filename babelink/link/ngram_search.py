@@ -51,9 +51,13 @@ def ngram_search(generator: CandidateGenerator, mention: str, threshold: float, 
         if not grams:
             continue
         texts = [mention[tokens[first][0] : tokens[last - 1][1]] for first, last in grams]
-        scored = [(candidates[0].score, gram, text, candidates)
-                  for gram, text, candidates in zip(grams, texts, generator.generate([normalize_name(t) for t in texts], top_k))
-                  if candidates and candidates[0].score >= threshold]
+        scored = [
+            (candidates[0].score, gram, text, candidates)
+            for gram, text, candidates in zip(
+                grams, texts, generator.generate([normalize_name(t) for t in texts], top_k)
+            )
+            if candidates and candidates[0].score >= threshold
+        ]
         for _, (first, last), text, candidates in sorted(scored, key=lambda item: -item[0]):
             if not any(linked[first:last]):
                 linked[first:last] = [True] * (last - first)

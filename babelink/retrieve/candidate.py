@@ -22,7 +22,12 @@ class Candidate:
     index: str = "kb"  # "spans" when found in the labeled-span index (`SwitchingGenerator`)
 
     def to_dict(self) -> dict:
-        fields = {"id": self.concept_id, "name": self.name, "matched_name": self.matched_name, "score": round(self.score, 6)}
+        fields = {
+            "id": self.concept_id,
+            "name": self.name,
+            "matched_name": self.matched_name,
+            "score": round(self.score, 6),
+        }
         if self.index != "kb":
             fields["index"] = self.index
         for key, value in (("sparse_score", self.sparse_score), ("dense_score", self.dense_score)):

@@ -89,7 +89,10 @@ class SparseGenerator:
         if not normalized:
             return []
         strings, scores = self._index.search(list(normalized), top_k * self.STRINGS_PER_CONCEPT)
-        return [self._aggregate.concepts(rows, row_scores, top_k) for rows, row_scores in zip(strings, scores.astype(np.float64))]
+        return [
+            self._aggregate.concepts(rows, row_scores, top_k)
+            for rows, row_scores in zip(strings, scores.astype(np.float64))
+        ]
 
 
 class DenseGenerator:

@@ -157,10 +157,16 @@ def _health(linker: Linker, limits: ServiceLimits, pool: WorkerPool) -> dict:
         encoder = "multilingual-e5-small (bundled default)"
     return {
         "status": "ok",
-        "bundle": {"path": str(bundle.path), "retriever": bundle.retriever, "format_version": manifest["format_version"],
-                   "created": manifest.get("created"),
-                   "kb": {field: manifest["kb"][field] for field in ("concepts", "names", "strings")},
-                   "languages": manifest["kb"].get("languages", {}), "encoder": encoder, "spans": "spans" in manifest},
+        "bundle": {
+            "path": str(bundle.path),
+            "retriever": bundle.retriever,
+            "format_version": manifest["format_version"],
+            "created": manifest.get("created"),
+            "kb": {field: manifest["kb"][field] for field in ("concepts", "names", "strings")},
+            "languages": manifest["kb"].get("languages", {}),
+            "encoder": encoder,
+            "spans": "spans" in manifest,
+        },
         "model": bundle.retriever + (f" ({encoder})" if encoder else " (char n-gram TF-IDF)"),
         "context_filter": None if linker.context_filter is None else str(linker.context_filter.path),
         "kb_size": len(bundle.kb),

@@ -96,7 +96,9 @@ class BundleSummary(BaseModel):
     created: str | None
     kb: dict[str, int] = Field(description="Counts: concepts, names, strings.")
     languages: dict[str, int] = Field(description="Names per language.")
-    encoder: str | None = Field(description="The encoder: bundled default or checkpoint path; none for a sparse bundle.")
+    encoder: str | None = Field(
+        description="The encoder: bundled default or checkpoint path; none for a sparse bundle."
+    )
     spans: bool = Field(description="Whether the bundle has a labeled-span index.")
 
 

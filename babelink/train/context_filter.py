@@ -126,7 +126,9 @@ def train_filter(init: str | Path, examples: Sequence[FilterExample], out: str |
     return ContextFilter(out)
 
 
-def _fit(context_filter: ContextFilter, examples: Sequence[FilterExample], config: FilterTrainingConfig, progress) -> None:
+def _fit(
+    context_filter: ContextFilter, examples: Sequence[FilterExample], config: FilterTrainingConfig, progress
+) -> None:
     model = context_filter.model
     if config.freeze_embeddings:
         model.get_input_embeddings().weight.requires_grad_(False)
@@ -158,9 +160,11 @@ def tune_threshold(linker: DocumentLinker, documents: Sequence[Document], resolv
     gold_items = [(doc_id, start, end, ids) for (doc_id, start, end), ids in gold.items()]
     f1 = {}
     for threshold in THRESHOLD_GRID:
-        predicted = [(document.id, p.start, p.end, p.candidates[0].concept_id)
-                     for document, found in zip(documents, proposals)
-                     for p in resolve_overlaps([p for p in found if p.filter_score >= threshold], linker.params.overlap)]
+        predicted = [
+            (document.id, p.start, p.end, p.candidates[0].concept_id)
+            for document, found in zip(documents, proposals)
+            for p in resolve_overlaps([p for p in found if p.filter_score >= threshold], linker.params.overlap)
+        ]
         f1[threshold] = span_scores(predicted, gold_items)["strict"]["f1"]
     return max(f1, key=lambda t: (f1[t], -t)), f1
 

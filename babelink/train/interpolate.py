@@ -37,7 +37,11 @@ def interpolate_checkpoints(init: Path, trained: Path, weight: float, out: Path)
 
     def write(staging: Path) -> None:
         for item in Path(trained).iterdir():
-            if item.is_file() and not item.name.endswith(".safetensors") and not item.name.endswith(".safetensors.index.json"):
+            if (
+                item.is_file()
+                and not item.name.endswith(".safetensors")
+                and not item.name.endswith(".safetensors.index.json")
+            ):
                 shutil.copy2(item, staging / item.name)
         save_file({name: value.contiguous() for name, value in mixed.items()}, staging / WEIGHTS_FILE, {"format": "pt"})
         record = {"init": str(Path(init).absolute()), "trained": str(Path(trained).absolute()), "weight": weight}

@@ -92,8 +92,12 @@ def train_ner(init: str | Path, documents: Sequence[Document], out: str | Path,
     """Fine-tune a tagger from the encoder checkpoint `init`; `out` is written atomically.
     `progress(step, total_steps, loss)` is called after every step."""
     if config.as_type is not None:
-        documents = [replace(d, annotations=tuple(replace(a, type=config.as_type) for a in selected(d.annotations, config.types)))
-                     for d in documents]
+        documents = [
+            replace(
+                d, annotations=tuple(replace(a, type=config.as_type) for a in selected(d.annotations, config.types))
+            )
+            for d in documents
+        ]
         config = replace(config, types=None)
     types = sorted({a.type or UNTYPED for d in documents for a in selected(d.annotations, config.types)})
     if not types:
@@ -146,7 +150,9 @@ def _fit(detector: NerDetector, training: Sequence[NerExample], config: NerTrain
                  lambda name: config.learning_rate if name.startswith("encoder.") else config.head_learning_rate)
 
 
-def evaluate_ner(detector: MentionDetector, documents: Iterable[Document], types: Collection[str] | None = None) -> dict:
+def evaluate_ner(
+    detector: MentionDetector, documents: Iterable[Document], types: Collection[str] | None = None
+) -> dict:
     """Span-level micro precision, recall and F1 of the detected spans against the annotations
     (of `types`, when given), whatever their type: `span_scores` with one dummy concept."""
     predicted, gold = [], []

@@ -74,8 +74,15 @@ class TrainingState:
 
 
 class SapTrainer:
-    def __init__(self, init: str | Path, pairs: Sequence[PositivePair], out: str | Path, config: SapConfig = SapConfig(),
-                 settings: EncoderSettings | None = None, device: str | None = None):
+    def __init__(
+        self,
+        init: str | Path,
+        pairs: Sequence[PositivePair],
+        out: str | Path,
+        config: SapConfig = SapConfig(),
+        settings: EncoderSettings | None = None,
+        device: str | None = None,
+    ):
         if not pairs:
             raise BabelinkError("no positive pairs to train on")
         self.config = config
@@ -201,9 +208,18 @@ class SapTrainer:
     def save_resume_point(self) -> None:
         def save(directory: Path) -> None:
             self._save_encoder(directory)
-            torch.save({"state": asdict(self.state), "optimizer": self.optimizer.state_dict(),
-                        "scheduler": self.scheduler.state_dict(), "scaler": self.scaler.state_dict(), "rng": _rng_states(),
-                        "labels": len(self.labels), "pairs": len(self.pairs)}, directory / STATE_FILE)
+            torch.save(
+                {
+                    "state": asdict(self.state),
+                    "optimizer": self.optimizer.state_dict(),
+                    "scheduler": self.scheduler.state_dict(),
+                    "scaler": self.scaler.state_dict(),
+                    "rng": _rng_states(),
+                    "labels": len(self.labels),
+                    "pairs": len(self.pairs),
+                },
+                directory / STATE_FILE,
+            )
 
         self.out.mkdir(parents=True, exist_ok=True)
         write_directory(self.out / RESUME_DIR, save)
@@ -211,8 +227,10 @@ class SapTrainer:
     def _load_state(self, directory: Path) -> None:
         saved = torch.load(directory / STATE_FILE, weights_only=False)
         if (saved["pairs"], saved["labels"]) != (len(self.pairs), len(self.labels)):
-            raise BabelinkError(f"{directory}: was trained on {saved['pairs']:,} pairs, this run has {len(self.pairs):,}; "
-                                "resume with the same data or use a new --out")
+            raise BabelinkError(
+                f"{directory}: was trained on {saved['pairs']:,} pairs, this run has {len(self.pairs):,}; "
+                "resume with the same data or use a new --out"
+            )
         self.optimizer.load_state_dict(saved["optimizer"])
         self.scheduler.load_state_dict(saved["scheduler"])
         self.scaler.load_state_dict(saved["scaler"])

@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import IO
 from xml.parsers import expat
 
-from babelink.home import babelink_home
 from babelink.errors import BabelinkError, InputFormatError
+from babelink.home import babelink_home
 from babelink.kb.base import KnowledgeBase, KnowledgeBaseBuilder
 from babelink.kb.io import iter_stream_lines
 from babelink.kb.obo import add_obo_terms, iter_obo_terms

@@ -28,8 +28,17 @@ def test_round_trip(kb, tmp_path):
     assert bundle.manifest["kb"]["concepts"] == 3 and bundle.manifest["retriever"] == "sparse"
     linker = Linker(bundle)
     [top] = linker.normalize("infarto de miocardio", top_k=1)
-    assert (top.concept_id, top.name, top.matched_name, top.score) == ("C1", "Myocardial infarction", "Infarto de miocardio", pytest.approx(1.0))
-    assert [[c.concept_id for c in r][:1] for r in linker.normalize(["asthma", "diabetis", "asthma"])] == [["C3"], ["C2"], ["C3"]]
+    assert (top.concept_id, top.name, top.matched_name, top.score) == (
+        "C1",
+        "Myocardial infarction",
+        "Infarto de miocardio",
+        pytest.approx(1.0),
+    )
+    assert [[c.concept_id for c in r][:1] for r in linker.normalize(["asthma", "diabetis", "asthma"])] == [
+        ["C3"],
+        ["C2"],
+        ["C3"],
+    ]
 
 
 def test_rebuild_replaces_atomically_and_leaves_no_staging(kb, tmp_path):

@@ -30,8 +30,12 @@ def test_mining_keeps_triplets_not_yet_separated_by_the_margin():
 def test_multi_similarity_loss_matches_hand_computation():
     positives, negatives = hard_pairs(S, LABELS, margin=0.2)
     alpha, beta, epsilon = 2.0, 50.0, 0.5
-    anchor0 = math.log(1 + math.exp(-alpha * (0.9 - epsilon))) / alpha + math.log(1 + math.exp(beta * (0.8 - epsilon))) / beta
-    anchor3 = math.log(1 + math.exp(-alpha * (0.5 - epsilon))) / alpha + math.log(1 + math.exp(beta * (0.8 - epsilon))) / beta
+    anchor0 = (
+        math.log(1 + math.exp(-alpha * (0.9 - epsilon))) / alpha + math.log(1 + math.exp(beta * (0.8 - epsilon))) / beta
+    )
+    anchor3 = (
+        math.log(1 + math.exp(-alpha * (0.5 - epsilon))) / alpha + math.log(1 + math.exp(beta * (0.8 - epsilon))) / beta
+    )
     expected = (anchor0 + anchor3) / 4  # anchors 1 and 2 have no mined pairs and add log(1) = 0
     loss = multi_similarity_loss(S, positives, negatives, alpha, beta, epsilon)
     assert loss.item() == pytest.approx(expected, rel=1e-6)

@@ -11,8 +11,8 @@ import threading
 import time
 
 import pytest
-from conftest import build_sparse_bundle
 from fastapi.testclient import TestClient
+from support import build_sparse_bundle
 
 from babelink.formats.document import Document
 from babelink.link.linker import Linker
@@ -60,14 +60,32 @@ def test_normalize_single_and_batch(client, linker):
     assert batch == [normalize_record(m, c) for m, c in zip(mentions, linker.normalize(mentions, top_k=2))]
     assert [r["candidates"][0]["id"] for r in batch] == ["C0004096", "C0020538", "C0011849", "C0004096"]
     assert all(1 <= len(r["candidates"]) <= 2 for r in batch)
-    assert len(client.post("/normalize", json={"mentions": ["diabetes"], "top_k": 1}).json()["results"][0]["candidates"]) == 1
+    assert (
+        len(client.post("/normalize", json={"mentions": ["diabetes"], "top_k": 1}).json()["results"][0]["candidates"])
+        == 1
+    )
     assert client.post("/normalize", json={"mentions": []}).json() == {"results": []}
 
 
 def test_normalize_answers_the_objects_the_cli_writes(client, bundle_path):
     mentions = ["asthma", "高血压"]
-    cli = subprocess.run([sys.executable, "-c", "from babelink.cli import main; main()", "normalize", "--bundle",
-                          str(bundle_path), "--top-k", "3", *mentions], capture_output=True, text=True, timeout=300, check=False)
+    cli = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from babelink.cli import main; main()",
+            "normalize",
+            "--bundle",
+            str(bundle_path),
+            "--top-k",
+            "3",
+            *mentions,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert cli.returncode == 0, cli.stderr
     api = client.post("/normalize", json={"mentions": mentions, "top_k": 3}).json()["results"]
     assert api == [json.loads(line) for line in cli.stdout.splitlines()]
@@ -88,7 +106,10 @@ def test_link_batch_keeps_ids_and_order(client, linker):
                  {"id": "empty", "text": "Nothing to see."},
                  {"id": "en", "text": "Asthma and diabetes mellitus.", "lang": "en"}]
     body = client.post("/link", json={"documents": documents}).json()
-    expected = [d.to_dict() for d in linker.link_documents([Document(d["id"], d["text"], lang=d.get("lang")) for d in documents])]
+    expected = [
+        d.to_dict()
+        for d in linker.link_documents([Document(d["id"], d["text"], lang=d.get("lang")) for d in documents])
+    ]
     assert body == {"documents": expected}
     hebrew = body["documents"][0]["mentions"]
     assert [(m["start"], m["end"], m["concept"]) for m in hebrew] == [(9, 14, "C0011849"), (19, 29, "C0020538")]
@@ -114,7 +135,9 @@ def test_openapi_schema_documents_the_api(client):
     assert {"/normalize", "/link", "/health"} <= set(schema["paths"])
     assert "/" not in schema["paths"]
     components = schema["components"]["schemas"]
-    assert {"NormalizeRequest", "NormalizeResponse", "LinkText", "LinkBatch", "LinkedDocumentOut", "ErrorOut"} <= set(components)
+    assert {"NormalizeRequest", "NormalizeResponse", "LinkText", "LinkBatch", "LinkedDocumentOut", "ErrorOut"} <= set(
+        components
+    )
     assert set(schema["paths"]["/normalize"]["post"]["responses"]) >= {"200", "400", "413", "422", "429", "503"}
 
 
@@ -150,10 +173,15 @@ def test_malformed_requests_get_one_json_error_shape(client, path, body, status)
 
 
 def test_unusable_mentions_and_texts_get_422_with_the_message(client):
-    assert "empty after normalisation" in _error(client.post("/normalize", json={"mentions": ["asthma", "  "]}), 422)["detail"]
+    assert (
+        "empty after normalisation"
+        in _error(client.post("/normalize", json={"mentions": ["asthma", "  "]}), 422)["detail"]
+    )
     lone_surrogate = b'{"mentions": ["\\ud800asthma"]}'
     assert "not valid Unicode" in _error(client.post("/normalize", content=lone_surrogate, headers=JSON), 422)["detail"]
-    assert "not valid Unicode" in _error(client.post("/link", content=b'{"text": "\\ud800"}', headers=JSON), 422)["detail"]
+    assert (
+        "not valid Unicode" in _error(client.post("/link", content=b'{"text": "\\ud800"}', headers=JSON), 422)["detail"]
+    )
     assert "1,000-character limit" in _error(client.post("/normalize", json={"mentions": ["x" * 1001]}), 422)["detail"]
 
 
@@ -169,9 +197,15 @@ def test_size_limits_give_413(linker):
         # a chunked body (no Content-Length) is cut off as it streams in
         chunks = iter([b'{"mentions": ["', b"a" * 1500, b"a" * 1500, b'"]}'])
         _error(client.post("/normalize", content=chunks, headers=JSON), 413)
-        assert "4 mentions exceed the limit of 3" in _error(client.post("/normalize", json={"mentions": ["asthma"] * 4}), 413)["detail"]
+        assert (
+            "4 mentions exceed the limit of 3"
+            in _error(client.post("/normalize", json={"mentions": ["asthma"] * 4}), 413)["detail"]
+        )
         documents = [{"id": str(n), "text": "asthma"} for n in range(3)]
-        assert "3 documents exceed the limit of 2" in _error(client.post("/link", json={"documents": documents}), 413)["detail"]
+        assert (
+            "3 documents exceed the limit of 2"
+            in _error(client.post("/link", json={"documents": documents}), 413)["detail"]
+        )
         assert "41 characters exceed" in _error(client.post("/link", json={"text": "a" * 41}), 413)["detail"]
         long_document = [{"id": "long", "text": "asthma " * 6}]
         assert "'long'" in _error(client.post("/link", json={"documents": long_document}), 413)["detail"]
@@ -204,7 +238,9 @@ def gate(linker):
 def test_a_full_queue_answers_429_at_once_and_health_still_answers(gate):
     with TestClient(create_app(gate.linker, ServiceLimits(queue=1, timeout=10))) as client:
         first: dict = {}
-        thread = threading.Thread(target=lambda: first.update(response=client.post("/normalize", json={"mentions": ["asthma"]})))
+        thread = threading.Thread(
+            target=lambda: first.update(response=client.post("/normalize", json={"mentions": ["asthma"]}))
+        )
         thread.start()
         assert gate.entered.wait(10)
         started = time.monotonic()

@@ -44,7 +44,10 @@ def test_vocabulary_does_not_collapse_on_a_tiny_kb():
     assert scores[0, 0] == pytest.approx(1.0) and 0.5 < scores[1, 0] < 1.0
 
 
-@pytest.mark.parametrize("params", [TfidfParams(), TfidfParams(analyzer="char", ngram_min=1, ngram_max=4, sublinear_tf=False, min_posting_limit=1)])
+@pytest.mark.parametrize(
+    "params",
+    [TfidfParams(), TfidfParams(analyzer="char", ngram_min=1, ngram_max=4, sublinear_tf=False, min_posting_limit=1)],
+)
 def test_shortlist_search_agrees_with_exhaustive_search(params):
     rng = np.random.default_rng(0)
     words = ["cardio", "myo", "pathy", "itis", "hepat", "nephr", "osis", "oma", "neuro", "gastr", "algia"]

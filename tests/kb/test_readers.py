@@ -66,7 +66,8 @@ def test_missing_file_is_a_clear_error(tmp_path):
 CTD = """\
 # Fields:
 # DiseaseName\tDiseaseID\tAltDiseaseIDs\tDefinition\tParentIDs\tTreeNumbers\tParentTreeNumbers\tSynonyms\tSlimMappings
-Wilson Disease\tMESH:D006527\tDO:DOID:893|OMIM:277900\t\tMESH:D1\tC1\tC\tHepatolenticular Degeneration|Wilson's disease\tMetabolic disease
+Wilson Disease\tMESH:D006527\tDO:DOID:893|OMIM:277900\t\tMESH:D1\tC1\tC\t\
+Hepatolenticular Degeneration|Wilson's disease\tMetabolic disease
 Asthma\tMESH:D001249\t\t\t\t\t\t\t
 """
 

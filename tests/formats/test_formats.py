@@ -90,7 +90,9 @@ def test_pubtator_reads_documents_with_composite_and_missing_ids(tmp_path):
         ("D010051",),
         (),
     ]
-    assert first.annotations[1] == Annotation(26, 51, "Breast and ovarian cancer", ("D001943", "D010051"), "CompositeMention")
+    assert first.annotations[1] == Annotation(
+        26, 51, "Breast and ovarian cancer", ("D001943", "D010051"), "CompositeMention"
+    )
     assert second.annotations[0].concept_ids == ("D006470", "D003556")
     assert all(document.text[a.start : a.end] == a.text for document in (first, second) for a in document.annotations)
 
@@ -140,7 +142,9 @@ def test_pubtator_malformed_rows_name_file_and_line(tmp_path, old, new, line):
 
 
 def test_pubtator_invalid_utf8_names_the_line(tmp_path):
-    path = write(tmp_path / "corpus.txt", PUBTATOR.encode().replace(b"Hemorrhagic cystitis\n200|a|", b"H\xe9morrhagic\n200|a|"))
+    path = write(
+        tmp_path / "corpus.txt", PUBTATOR.encode().replace(b"Hemorrhagic cystitis\n200|a|", b"H\xe9morrhagic\n200|a|")
+    )
     with pytest.raises(InputFormatError) as error:
         list(iter_pubtator(path))
     assert_error_at(error, path, 9)
@@ -228,7 +232,9 @@ def test_write_brat_round_trips_ids_of_any_kb(tmp_path):
         ),
     )
     write_brat(document, tmp_path)
-    assert (tmp_path / "d.ann").read_text(encoding="utf-8").splitlines()[3] == "#2\tAnnotatorNotes T2\tHP:0001250 MESH:D012640"
+    assert (tmp_path / "d.ann").read_text(encoding="utf-8").splitlines()[
+        3
+    ] == "#2\tAnnotatorNotes T2\tHP:0001250 MESH:D012640"
     assert read_brat_document(tmp_path / "d.txt") == document
 
 

@@ -4,7 +4,7 @@ import json
 from xml.etree import ElementTree
 
 import pytest
-from test_cli import babelink, bundle  # noqa: F401  (the module-scoped bundle fixture)
+from support import babelink
 
 from babelink.formats.brat import iter_brat
 from babelink.formats.pubtator import iter_pubtator
@@ -16,7 +16,7 @@ def _mentions(record):
     return [(m["text"], m["concept"]) for m in record["mentions"]]
 
 
-def test_link_arguments_to_jsonl_contract(bundle):  # noqa: F811
+def test_link_arguments_to_jsonl_contract(bundle):
     result = babelink("link", "--bundle", bundle, TEXT, "Diabetes mellitus.")
     assert result.returncode == 0, result.stderr
     first, second = (json.loads(line) for line in result.stdout.splitlines())
@@ -27,7 +27,7 @@ def test_link_arguments_to_jsonl_contract(bundle):  # noqa: F811
             "name": "Myocardial Infarction", "score": 1.0}.items() <= mention.items()
 
 
-def test_link_jsonl_file_with_candidates(bundle, tmp_path):  # noqa: F811
+def test_link_jsonl_file_with_candidates(bundle, tmp_path):
     lines = [{"id": "a", "text": TEXT}, {"id": "b", "text": "no concept here", "lang": "en"}]
     (tmp_path / "in.jsonl").write_text("\n".join(json.dumps(line) for line in lines) + "\n")
     result = babelink("link", "-b", bundle, "-i", tmp_path / "in.jsonl", "-o", tmp_path / "out.jsonl", "--candidates")
@@ -37,16 +37,18 @@ def test_link_jsonl_file_with_candidates(bundle, tmp_path):  # noqa: F811
     assert records[0]["mentions"][0]["candidates"][0]["id"] == "C0027051"
 
 
-def test_link_pubtator_in_and_out(bundle, tmp_path):  # noqa: F811
+def test_link_pubtator_in_and_out(bundle, tmp_path):
     (tmp_path / "in.txt").write_text("123|t|Asthma in children\n123|a|Diabetes mellitus and asthma.\n\n")
-    result = babelink("link", "-b", bundle, "-i", tmp_path / "in.txt", "-o", tmp_path / "out.txt", "--format", "pubtator")
+    result = babelink(
+        "link", "-b", bundle, "-i", tmp_path / "in.txt", "-o", tmp_path / "out.txt", "--format", "pubtator"
+    )
     assert result.returncode == 0, result.stderr
     [document] = iter_pubtator(tmp_path / "out.txt")
     assert [(a.text, a.concept_ids) for a in document.annotations] == [
         ("Asthma", ("C0004096",)), ("Diabetes mellitus", ("C0011849",)), ("asthma", ("C0004096",))]
 
 
-def test_link_text_directory_to_brat_and_bioc(bundle, tmp_path):  # noqa: F811
+def test_link_text_directory_to_brat_and_bioc(bundle, tmp_path):
     (tmp_path / "docs" / "sub").mkdir(parents=True)
     (tmp_path / "docs" / "one.txt").write_text(TEXT)
     (tmp_path / "docs" / "sub" / "two.txt").write_text("asthma")
@@ -69,7 +71,7 @@ def test_link_text_directory_to_brat_and_bioc(bundle, tmp_path):  # noqa: F811
     (b'{"id": "a", "text": "ok"}\n{"id": "a", "text": "again"}\n', "in.jsonl:2: duplicate document id 'a'"),
     (b'{"id": "a", "text": "\xff\xfe"}\n', "in.jsonl:1: invalid UTF-8"),
 ])
-def test_link_bad_input_is_one_clear_line(bundle, tmp_path, content, message):  # noqa: F811
+def test_link_bad_input_is_one_clear_line(bundle, tmp_path, content, message):
     (tmp_path / "in.jsonl").write_bytes(content)
     result = babelink("link", "-b", bundle, "-i", tmp_path / "in.jsonl", "-o", tmp_path / "out.jsonl")
     assert result.returncode == 1
@@ -77,7 +79,7 @@ def test_link_bad_input_is_one_clear_line(bundle, tmp_path, content, message):  
     assert not (tmp_path / "out.jsonl").exists(), "no partial output file"
 
 
-def test_link_usage_errors(bundle, tmp_path):  # noqa: F811
+def test_link_usage_errors(bundle, tmp_path):
     assert "not both or neither" in babelink("link", "-b", bundle).stderr
     assert "give --output DIR" in babelink("link", "-b", bundle, "asthma", "--format", "brat").stderr
     assert "not a babelink context filter" in babelink("link", "-b", bundle, "asthma", "--filter", tmp_path).stderr

@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import pytest
 import torch
+from support import babelink
 
 from babelink.bundle.store import build_bundle
 from babelink.detect.crf import CRF, bio_constraints
@@ -45,7 +46,9 @@ def test_crf_log_partition_and_viterbi_match_brute_force(seed):
         scores = crf.sequence_score(emissions[row, :length].expand(len(sequences), -1, -1), sequences,
                                     torch.ones(sequences.shape, dtype=torch.bool))
         assert partitions[row].item() == pytest.approx(torch.logsumexp(scores, 0).item(), abs=1e-4)
-        legal = [allowed_start[s[0]] and all(allowed[a, b] for a, b in itertools.pairwise(s)) for s in sequences.tolist()]
+        legal = [
+            allowed_start[s[0]] and all(allowed[a, b] for a, b in itertools.pairwise(s)) for s in sequences.tolist()
+        ]
         best = max((score, s) for score, s, ok in zip(scores.tolist(), sequences.tolist(), legal) if ok)[1]
         assert paths[row] == best
     padded = torch.zeros(3, 4, dtype=torch.long)
@@ -100,7 +103,9 @@ def test_first_pieces_skip_a_bare_sentencepiece_marker():
     pieces = ["<pad>", "<s>", "</s>", "<unk>", "▁", "糖", "▁has", "▁h", "as", "▁a"]
     tokenizer = Tokenizer(Unigram([(piece, -1.0) for piece in pieces], unk_id=3))
     tokenizer.pre_tokenizer = pre_tokenizers.Metaspace()
-    tokenizer.post_processor = processors.TemplateProcessing(single="<s> $A </s>", special_tokens=[("<s>", 1), ("</s>", 2)])
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single="<s> $A </s>", special_tokens=[("<s>", 1), ("</s>", 2)]
+    )
     fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, pad_token="<pad>", unk_token="<unk>")
     encoded = fast([["糖", "has"], ["a"]], is_split_into_words=True, padding=True)
     assert encoded.tokens(0) == ["<s>", "▁", "糖", "▁has", "</s>"]
@@ -227,20 +232,39 @@ def test_linker_with_the_trained_detector(bundle, trained):
 
 
 def test_cli_train_ner_then_link_with_it(contextual_encoder_dir, bundle, tmp_path):
-    from test_cli import babelink
 
     from babelink.formats.pubtator import write_pubtator
 
     with open(tmp_path / "train.txt", "w", encoding="utf-8") as stream:
         write_pubtator(TRAINING, stream)
-    result = babelink("train", "ner", "--train", tmp_path / "train.txt", "--dev", tmp_path / "train.txt",
-                      "--out", tmp_path / "ner", "--init", contextual_encoder_dir, "--epochs", "15", "--batch-size", "4",
-                      "--lr", "1e-2", "--max-length", "64")
+    result = babelink(
+        "train",
+        "ner",
+        "--train",
+        tmp_path / "train.txt",
+        "--dev",
+        tmp_path / "train.txt",
+        "--out",
+        tmp_path / "ner",
+        "--init",
+        contextual_encoder_dir,
+        "--epochs",
+        "15",
+        "--batch-size",
+        "4",
+        "--lr",
+        "1e-2",
+        "--max-length",
+        "64",
+    )
     assert result.returncode == 0, result.stderr
     assert "labels O, B-Disease, I-Disease" in result.stderr and "dev strict P" in result.stderr
     result = babelink("link", "--bundle", bundle, "--ner", tmp_path / "ner", "Her asthma got worse after the fever.")
     assert result.returncode == 0, result.stderr
     mentions = json.loads(result.stdout)["mentions"]
-    assert [(m["text"], m["concept"], m["detector"]) for m in mentions] == [("asthma", "C1", "ner"), ("fever", "C3", "ner")]
+    assert [(m["text"], m["concept"], m["detector"]) for m in mentions] == [
+        ("asthma", "C1", "ner"),
+        ("fever", "C3", "ner"),
+    ]
     result = babelink("link", "--bundle", bundle, "--ner", tmp_path, "asthma")
     assert result.returncode == 1 and "not a babelink NER model" in result.stderr

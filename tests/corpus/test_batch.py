@@ -9,7 +9,7 @@ import sys
 import time
 
 import pytest
-from test_cli import babelink
+from support import babelink
 
 from babelink.bundle.store import build_bundle
 from babelink.corpus.resume import resume_jsonl

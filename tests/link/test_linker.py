@@ -3,7 +3,7 @@
 import tracemalloc
 
 import pytest
-from conftest import build_sparse_bundle
+from support import build_sparse_bundle
 
 from babelink.errors import InvalidInputError
 from babelink.formats.document import Annotation, Document
@@ -119,7 +119,9 @@ def test_linked_document_serialisations(linker):
     document = linker.link("asthma and diabetes", doc_id="p1")
     record = document.to_dict()
     assert record["id"] == "p1"
-    assert record["mentions"][0] | {"start": 0, "end": 6, "text": "asthma", "concept": "C0004096"} == record["mentions"][0]
+    assert (
+        record["mentions"][0] | {"start": 0, "end": 6, "text": "asthma", "concept": "C0004096"} == record["mentions"][0]
+    )
     assert {"start", "end", "text", "concept", "name", "score"} <= set(record["mentions"][0])
     full = document.to_dict(with_candidates=True)
     assert LinkedDocument.from_dict(full, document.text).to_dict(with_candidates=True) == full  # the Ray round trip

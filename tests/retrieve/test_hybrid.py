@@ -93,7 +93,9 @@ def test_bundle_refuses_a_different_encoder_checkpoint(kb, tiny_encoder_dir, tmp
 
 def test_dense_index_count_mismatch_is_an_error(kb, tiny_encoder_dir, tmp_path):
     path = build_bundle(kb, tmp_path / "b", retriever="dense", encoder=tiny_encoder_dir)
-    small = build_bundle(kb.select_concepts(["MESH:D001249"]), tmp_path / "s", retriever="dense", encoder=tiny_encoder_dir)
+    small = build_bundle(
+        kb.select_concepts(["MESH:D001249"]), tmp_path / "s", retriever="dense", encoder=tiny_encoder_dir
+    )
     shutil.copy(small / "dense" / "faiss.index", path / "dense" / "faiss.index")
     with pytest.raises(BundleError, match="dense index has 2 vectors for 9 name strings"):
         load_bundle(path, verify=False)
@@ -164,7 +166,9 @@ def test_dft_split_is_seeded_and_independent_of_order():
     twice = DOCUMENTS[:1] * 2 + DOCUMENTS[1:]
     for ratio in (0.25, 0.75):
         chosen, rest = dft_split(twice, ratio, seed=1)
-        assert len(chosen) + len(rest) == 5 and not {d.id for d in chosen} & {d.id for d in rest}, "a repeated id stays on one side"
+        assert len(chosen) + len(rest) == 5 and not {d.id for d in chosen} & {d.id for d in rest}, (
+            "a repeated id stays on one side"
+        )
 
 
 def test_dft_adds_mentions_as_names_and_records_the_documents(kb, tmp_path):
@@ -181,7 +185,13 @@ def test_dft_adds_mentions_as_names_and_records_the_documents(kb, tmp_path):
     path = build_bundle(extended, tmp_path / "b", retriever="sparse", dft=record)
     bundle = load_bundle(path)
     assert set(bundle.dft_documents()) == chosen
-    assert bundle.manifest["dft"] == {"source": str(train), "ratio": 0.5, "seed": 3, "documents": 2, "pairs": record.pairs}
+    assert bundle.manifest["dft"] == {
+        "source": str(train),
+        "ratio": 0.5,
+        "seed": 3,
+        "documents": 2,
+        "pairs": record.pairs,
+    }
     assert json.loads((path / MANIFEST).read_text())["files"]["dft_documents.txt"]
     assert load_bundle(build_bundle(kb, tmp_path / "plain", retriever="sparse")).dft_documents() == []
 

@@ -94,7 +94,9 @@ def test_compressed_index_needs_enough_names_and_keeps_most_neighbours():
         DenseNameIndex.build(_unit(100), DenseParams(kind="ivfpq"))
     vectors = _unit(12_000, dim=16)
     exact = DenseNameIndex.build(vectors).search(vectors[:50], 10)[0]
-    compressed = DenseNameIndex.build(vectors, DenseParams(kind="ivfpq", pq_bytes=8, nprobe=16)).search(vectors[:50], 10)[0]
+    compressed = DenseNameIndex.build(vectors, DenseParams(kind="ivfpq", pq_bytes=8, nprobe=16)).search(
+        vectors[:50], 10
+    )[0]
     overlap = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(exact, compressed)])
     assert overlap > 0.5
 

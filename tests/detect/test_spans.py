@@ -29,7 +29,13 @@ def test_token_offsets_index_the_original_text(text):
 
 
 def test_word_and_character_tokens():
-    assert [t.text for t in tokenize("COVID-19 and HbA1c, i.v. dosing")] == ["COVID-19", "and", "HbA1c", "i.v", "dosing"]
+    assert [t.text for t in tokenize("COVID-19 and HbA1c, i.v. dosing")] == [
+        "COVID-19",
+        "and",
+        "HbA1c",
+        "i.v",
+        "dosing",
+    ]
     assert [t.text for t in tokenize("2型糖尿病")] == ["2", "型", "糖", "尿", "病"]
     thai = tokenize("โรคเบาหวาน")
     assert all(t.unspaced and t.weight == 0.5 for t in thai) and "".join(t.text for t in thai) == "โรคเบาหวาน"
@@ -112,7 +118,10 @@ def test_overlaps_best_and_longest():
 
 def test_overlap_resolution_never_returns_overlapping_items():
     generator = random.Random(0)
-    items = [_Item(s, s + generator.randint(1, 9), generator.random()) for s in (generator.randint(0, 80) for _ in range(300))]
+    items = [
+        _Item(s, s + generator.randint(1, 9), generator.random())
+        for s in (generator.randint(0, 80) for _ in range(300))
+    ]
     chosen = resolve_overlaps(items, "best")
     assert all(a.end <= b.start for a, b in itertools.pairwise(chosen))
     assert max(items, key=lambda i: i.score) in chosen

@@ -76,7 +76,9 @@ def test_train_filter_learns_from_the_proposals(linker, contextual_encoder_dir, 
     truncated = filter_training.train_filter(contextual_encoder_dir, examples, tmp_path / "one-layer",
                                           filter_training.FilterTrainingConfig(epochs=1, layers=1))
     assert truncated.model.config.num_hidden_layers == 1 and len(truncated.model.bert.encoder.layer) == 1
-    assert np.allclose(reloaded.probabilities(["had «asthma»"], ["asthma"]), trained.probabilities(["had «asthma»"], ["asthma"]))
+    assert np.allclose(
+        reloaded.probabilities(["had «asthma»"], ["asthma"]), trained.probabilities(["had «asthma»"], ["asthma"])
+    )
 
 
 class _RuleFilter:

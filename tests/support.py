@@ -1,0 +1,35 @@
+"""Helpers that tests import (`from support import …`; `tests/` is on pytest's `pythonpath`)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+#: A four-name UMLS-layout KB in two languages, for tests that build a bundle through the CLI.
+MRCONSO = """\
+C0027051|ENG|P|L1|PF|S1|Y|A1||||MSH|MH|D009203|Myocardial Infarction|0|N||
+C0027051|SPA|P|L3|PF|S3|Y|A3||||MSHSPA|MH|D009203|Infarto de miocardio|0|N||
+C0011849|ENG|P|L5|PF|S5|Y|A5||||MSH|MH|D003920|Diabetes Mellitus|0|N||
+C0004096|ENG|P|L7|PF|S7|Y|A7||||MSH|MH|D001249|Asthma|0|N||
+"""
+
+
+def build_sparse_bundle(names: dict[str, list[str]], out: Path) -> Path:
+    """A real sparse bundle of `{concept id: [preferred name, synonyms…]}`: builds in a second."""
+    from babelink.bundle.store import build_bundle
+    from babelink.kb.base import KnowledgeBaseBuilder
+
+    builder = KnowledgeBaseBuilder()
+    for concept_id, concept_names in names.items():
+        for position, name in enumerate(concept_names):
+            builder.add_name(concept_id, name, preferred=position == 0)
+    return build_bundle(builder.build(), out, retriever="sparse")
+
+
+def babelink(*args, stdin=None) -> subprocess.CompletedProcess:
+    """Run the CLI as users do: a real subprocess, text output, never raising on a non-zero exit."""
+    return subprocess.run(
+        [sys.executable, "-c", "from babelink.cli import main; main()", *map(str, args)],
+        input=stdin, capture_output=True, text=True, timeout=300, check=False,
+    )
