@@ -6,8 +6,8 @@
 Workload: the NCBI-disease test abstracts (title + abstract, 100 documents) linked with
 `--bundle`, through the code paths `babelink link` runs (`Linker.link_stream`; `link_with_ray`).
 Both engines must return the same documents in the same order (checked); their mentions are
-compared and the agreement reported (with a dense encoder, batching changes bf16 arithmetic). Wall time includes start-up
-(bundle load; for Ray also the runtime and its actors); the steady rate is measured over the
+compared and the agreement reported (with a dense encoder, batching changes bf16 arithmetic). Wall time
+includes start-up (bundle load; for Ray also the runtime and its actors); the steady rate is measured over the
 documents after the first quarter. The cluster projection multiplies the local engine's
 steady rate per core by the actor count, capped by what the driver can write.
 """
@@ -103,27 +103,39 @@ def main() -> None:
     agreement, score_gap = _agreement(local.records, ray.records)
     per_core, driver = local.steady / os.cpu_count(), _driver_rate(local.records)
     mentions = sum(len(record["mentions"]) for record in local.records)
-    lines = [f"## {time.strftime('%Y-%m-%d')} — batch throughput, local vs Ray (commit `{commit()}`)", "",
-             f"Command: `python benchmarks/batch_throughput.py {' '.join(sys.argv[1:])}` · machine: {machine()}", "",
-             (f"{len(documents):,} documents of {corpus.name} ({sum(len(d.text) for d in documents):,} characters, "
-              f"{mentions:,} mentions linked), bundle `{args.bundle.name}` "
-              f"({read_manifest(args.bundle)['retriever']}), batches of {args.batch_size}; "
-              f"the engines' (document, start, end, concept) mentions agree at {agreement:.2%} (Jaccard), scores of "
-              f"common mentions within {score_gap:.1e}: a dense encoder's bf16 arithmetic depends on which strings share "
-              "a batch, and the engines batch differently."), "",
-             "| engine | actors | wall s (start-up included) | documents/s over the wall time | × local |",
-             "|---|---:|---:|---:|---:|",
-             f"| local | – | {local.wall:.1f} | {len(documents) / local.wall:,.1f} | 1.00 |",
-             f"| ray | {args.workers} | {ray.wall:.1f} | {len(documents) / ray.wall:,.1f} | {local.wall / ray.wall:.2f} |", "",
-             (f"On {os.cpu_count()} cores Ray cannot beat the local engine, which already uses every core; it pays "
-              "for its runtime, the actors' bundle loads and the transfers. Projection, not a measurement: linking "
-              "is independent per document, so W one-CPU actors on a cluster should reach about W × "
-              f"{per_core:,.1f} documents/s (the local engine's steady rate after the first quarter of the "
-              f"documents, {local.steady:,.1f}/s, per core here) until the driver, which serialises and appends "
-              f"every record ({driver:,.0f} documents/s measured here), becomes the bound."), "",
-             "| actors | projected documents/s |", "|---:|---:|"]
+    lines = [
+        f"## {time.strftime('%Y-%m-%d')} — batch throughput, local vs Ray (commit `{commit()}`)",
+        "",
+        f"Command: `python benchmarks/batch_throughput.py {' '.join(sys.argv[1:])}` · machine: {machine()}",
+        "",
+        (
+            f"{len(documents):,} documents of {corpus.name} ({sum(len(d.text) for d in documents):,} characters, "
+            f"{mentions:,} mentions linked), bundle `{args.bundle.name}` "
+            f"({read_manifest(args.bundle)['retriever']}), batches of {args.batch_size}; "
+            f"the engines' (document, start, end, concept) mentions agree at {agreement:.2%} (Jaccard), scores of "
+            f"common mentions within {score_gap:.1e}: a dense encoder's bf16 arithmetic depends on which strings share "
+            "a batch, and the engines batch differently."
+        ),
+        "",
+        "| engine | actors | wall s (start-up included) | documents/s over the wall time | × local |",
+        "|---|---:|---:|---:|---:|",
+        f"| local | – | {local.wall:.1f} | {len(documents) / local.wall:,.1f} | 1.00 |",
+        f"| ray | {args.workers} | {ray.wall:.1f} | {len(documents) / ray.wall:,.1f} | {local.wall / ray.wall:.2f} |",
+        "",
+        (
+            f"On {os.cpu_count()} cores Ray cannot beat the local engine, which already uses every core; it pays "
+            "for its runtime, the actors' bundle loads and the transfers. Projection, not a measurement: linking "
+            "is independent per document, so W one-CPU actors on a cluster should reach about W × "
+            f"{per_core:,.1f} documents/s (the local engine's steady rate after the first quarter of the "
+            f"documents, {local.steady:,.1f}/s, per core here) until the driver, which serialises and appends "
+            f"every record ({driver:,.0f} documents/s measured here), becomes the bound."
+        ),
+        "",
+        "| actors | projected documents/s |",
+        "|---:|---:|",
+    ]
     lines += [f"| {workers} | {min(workers * per_core, driver):,.0f} |" for workers in PROJECTED_WORKERS]
-    publish("\n".join(lines) + "\n", write=not args.no_write)
+    publish("\n".join(lines) + "\n", not args.no_write, "speed")
 
 
 if __name__ == "__main__":

@@ -54,8 +54,12 @@ def main() -> None:
     by_length = sorted(kb_order, key=lambda i: len(tokenizer.tokenize(names[i])))
     encode(kb_order[:64], False)  # warm-up
     rows, reference, baseline_speed = [], None, None
-    for label, order, bf16 in (("fp32, KB order (baseline)", kb_order, False), ("fp32, sorted by length", by_length, False),
-                               ("bf16 autocast, KB order", kb_order, True), ("bf16 autocast, sorted by length", by_length, True)):
+    for label, order, bf16 in (
+        ("fp32, KB order (baseline)", kb_order, False),
+        ("fp32, sorted by length", by_length, False),
+        ("bf16 autocast, KB order", kb_order, True),
+        ("bf16 autocast, sorted by length", by_length, True),
+    ):
         started = time.perf_counter()
         vectors = encode(order, bf16)
         speed = len(names) / (time.perf_counter() - started)
@@ -69,7 +73,7 @@ def main() -> None:
         (f"Command: `python benchmarks/encoder_speed.py` · machine: {machine()} · torch {torch.__version__}, "
          f"2 threads · {len(names):,} open-umls names (every {step}th), batch 64, max 25 tokens"), "",
         "| setting | names/s | × baseline | min cosine to fp32 |", "|---|---:|---:|---:|", *rows]) + "\n"
-    publish(text, write=not args.no_write)
+    publish(text, not args.no_write, "speed")
 
 
 if __name__ == "__main__":

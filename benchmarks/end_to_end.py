@@ -1,8 +1,8 @@
 """End-to-end linking benchmark: detected spans + concepts against gold, strict and partial P/R/F1.
 
     python benchmarks/end_to_end.py [--data ../shared/data] [--no-write]
-        [--sets ncbi bc5cdr mantra-en …] [--dft-ratios 0.2 …] [--filter-sets ncbi …] [--filter-minutes 20] [--filter-layers 6]
-        [--ner ncbi=DIR bc5cdr=DIR] [--tune]
+        [--sets ncbi bc5cdr mantra-en …] [--dft-ratios 0.2 …] [--filter-sets ncbi …] [--filter-minutes 20]
+        [--filter-layers 6]        [--ner ncbi=DIR bc5cdr=DIR] [--tune]
 
 Systems, all on span enumeration (k = 3 words, KB-protected stop words, 000 §4.2):
 - **sparse baseline**: the char n-gram TF-IDF matcher alone, no labeled spans, no filter (the
@@ -76,12 +76,27 @@ class Corpus:
 
 
 CORPORA = {
-    "ncbi": Corpus("NCBI-disease", "ctd-medic", ("ncbi_disease/NCBItestset_corpus.txt",),
-                   "ncbi_disease/NCBItrainset_corpus.txt", "ncbi_disease/NCBIdevelopset_corpus.txt", lang="en"),
-    "bc5cdr": Corpus("BC5CDR-Disease", "ctd-medic", ("bc5cdr/CDR_TestSet.PubTator.txt",),
-                     "bc5cdr/CDR_TrainingSet.PubTator.txt", "bc5cdr/CDR_DevelopmentSet.PubTator.txt", ("Disease",), "en"),
-    **{f"mantra-{lang}": Corpus(f"Mantra GSC {lang}", "open-umls", (f"mantra_gsc/Mantra-GSC/{folder}",), lang=lang)
-       for folder, lang in (("English", "en"), ("Spanish", "es"), ("French", "fr"))},
+    "ncbi": Corpus(
+        "NCBI-disease",
+        "ctd-medic",
+        ("ncbi_disease/NCBItestset_corpus.txt",),
+        "ncbi_disease/NCBItrainset_corpus.txt",
+        "ncbi_disease/NCBIdevelopset_corpus.txt",
+        lang="en",
+    ),
+    "bc5cdr": Corpus(
+        "BC5CDR-Disease",
+        "ctd-medic",
+        ("bc5cdr/CDR_TestSet.PubTator.txt",),
+        "bc5cdr/CDR_TrainingSet.PubTator.txt",
+        "bc5cdr/CDR_DevelopmentSet.PubTator.txt",
+        ("Disease",),
+        "en",
+    ),
+    **{
+        f"mantra-{lang}": Corpus(f"Mantra GSC {lang}", "open-umls", (f"mantra_gsc/Mantra-GSC/{folder}",), lang=lang)
+        for folder, lang in (("English", "en"), ("Spanish", "es"), ("French", "fr"))
+    },
 }
 
 
@@ -106,7 +121,10 @@ def with_spans(bundle, train_docs: list[Document], scratch: Path):
     spans = augment.span_kb(train_docs, bundle.kb)
     spans_bundle = load_bundle(build_bundle(spans, scratch / "spans", retriever=bundle.retriever,
                                             encoder=bundle.manifest["dense"]["encoder"]["name"]))
-    manifest = {**bundle.manifest, "spans": {**spans_bundle.manifest["kb"], "switch_threshold": DEFAULT_SWITCH_THRESHOLD}}
+    manifest = {
+        **bundle.manifest,
+        "spans": {**spans_bundle.manifest["kb"], "switch_threshold": DEFAULT_SWITCH_THRESHOLD},
+    }
     return replace(bundle, spans=spans_bundle, manifest=manifest)
 
 
@@ -145,7 +163,9 @@ def tune_step(data: str, corpus_key: str, system: str, ratio: float) -> dict:
     """Dev F1 of every (recall, link, overlap) triple, from one permissive pass."""
     corpus = CORPORA[corpus_key]
     sparse = system == "sparse baseline"
-    permissive = LinkParams(recall_threshold=min(RECALL_GRID), link_threshold=min(SPARSE_LINK_GRID if sparse else LINK_GRID))
+    permissive = LinkParams(
+        recall_threshold=min(RECALL_GRID), link_threshold=min(SPARSE_LINK_GRID if sparse else LINK_GRID)
+    )
     with tempfile.TemporaryDirectory() as scratch:
         linker = make_linker(Path(data), corpus, system, ratio, permissive, Path(scratch))
         dev = documents(Path(data), corpus, "dev")
@@ -155,9 +175,14 @@ def tune_step(data: str, corpus_key: str, system: str, ratio: float) -> dict:
     for recall in ([min(RECALL_GRID)] if sparse else RECALL_GRID):
         for link in SPARSE_LINK_GRID if sparse else LINK_GRID:
             for overlap in OVERLAP_POLICIES:
-                predicted = [(d.id, p.start, p.end, p.candidates[0].concept_id) for d, found in zip(dev, proposals)
-                             for p in resolve_overlaps([p for p in found if p.score >= link and (p.recall_score is None or p.recall_score >= recall)],
-                                                       overlap)]
+                predicted = [
+                    (d.id, p.start, p.end, p.candidates[0].concept_id)
+                    for d, found in zip(dev, proposals)
+                    for p in resolve_overlaps(
+                        [p for p in found if p.score >= link and (p.recall_score is None or p.recall_score >= recall)],
+                        overlap,
+                    )
+                ]
                 grid[f"{recall}|{link}|{overlap}"] = span_scores(predicted, gold_items)["strict"]["f1"]
     return grid
 
@@ -203,7 +228,9 @@ def run_step(data: str, corpus_key: str, system: str, ratio: float, params: dict
     corpus = CORPORA[corpus_key]
     with tempfile.TemporaryDirectory() as scratch:
         detector = MemoDetector(NerDetector(ner_dir)) if ner_dir else None  # evaluate_ner reuses its spans
-        linker = make_linker(Path(data), corpus, system, ratio, LinkParams(**params), Path(scratch), filter_dir, detector)
+        linker = make_linker(
+            Path(data), corpus, system, ratio, LinkParams(**params), Path(scratch), filter_dir, detector
+        )
         test = documents(Path(data), corpus, "test")
         linker.link("warm-up text with asthma")
         started = time.perf_counter()
@@ -255,9 +282,11 @@ def report(runs: list[tuple], tuned: dict, filters: dict, tuning_sets: list[str]
               "gold | docs/s | peak RSS MB |"), "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for corpus_key, system, ratio, result in runs:
         s, p = result["scores"]["strict"], result["scores"]["partial"]
-        lines.append(f"| {CORPORA[corpus_key].name} | {system} | {ratio:.0%} | {s['precision']:.3f} | {s['recall']:.3f} | "
-                     f"**{s['f1']:.3f}** | {p['precision']:.3f} | {p['recall']:.3f} | {p['f1']:.3f} | {s['gold']:,} | "
-                     f"{result['docs_per_s']:.1f} | {result['rss_mb']:.0f} |")
+        lines.append(
+            f"| {CORPORA[corpus_key].name} | {system} | {ratio:.0%} | {s['precision']:.3f} | {s['recall']:.3f} | "
+            f"**{s['f1']:.3f}** | {p['precision']:.3f} | {p['recall']:.3f} | {p['f1']:.3f} | {s['gold']:,} | "
+            f"{result['docs_per_s']:.1f} | {result['rss_mb']:.0f} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -267,7 +296,9 @@ def main() -> None:
                         choices=list(CORPORA))
     parser.add_argument("--dft-ratios", nargs="+", type=float, default=[0.2])
     parser.add_argument("--filter-minutes", type=float, default=20.0)
-    parser.add_argument("--filter-layers", type=int, default=None, help="train the filter on the encoder's first N layers")
+    parser.add_argument(
+        "--filter-layers", type=int, default=None, help="train the filter on the encoder's first N layers"
+    )
     parser.add_argument("--filter-link-threshold", type=float, default=None,
                         help="link threshold of the filtered system (default: the tuned unfiltered one): a lower one "
                              "gives the filter more proposals to choose from")
@@ -298,7 +329,9 @@ def main() -> None:
             link = max(grid, key=grid.get)
             detectors[CORPORA[key].name] = (ner_dirs[key], float(link), grid[link])
             params = {**tuned["hybrid + spans"][0], "link_threshold": float(link)}
-            runs.append((key, NER_SYSTEM, 1.0, _in_child(run_step, data, key, NER_SYSTEM, 1.0, params, None, ner_dirs[key])))
+            runs.append(
+                (key, NER_SYSTEM, 1.0, _in_child(run_step, data, key, NER_SYSTEM, 1.0, params, None, ner_dirs[key]))
+            )
             print(f"ran {key} / ner (dev grid {grid}): {runs[-1][3]['scores']['strict']}", file=sys.stderr)
         for system in ("sparse baseline", "hybrid + spans"):
             for ratio in args.dft_ratios if system != "sparse baseline" and CORPORA[key].train else [0.0]:
@@ -314,7 +347,7 @@ def main() -> None:
             runs.append((key, "hybrid + spans + filter", ratio,
                          _in_child(run_step, data, key, "hybrid + spans", ratio, filter_params, path)))
             print(f"ran {key} / filter / {ratio}: {runs[-1][3]['scores']['strict']}", file=sys.stderr)
-    publish(report(runs, tuned, filters, tuning_sets, detectors), write=not args.no_write)
+    publish(report(runs, tuned, filters, tuning_sets, detectors), not args.no_write, "end-to-end")
 
 
 if __name__ == "__main__":

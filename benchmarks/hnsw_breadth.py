@@ -80,7 +80,7 @@ def main() -> None:
         speed = hybrid["mentions_per_second"]
         lines.append(f"| {ef} | {recall:.3f} | {search_ms:.2f} | {mean(dense):.4f} | {mean(hybrid):.4f} "
                      f"| {speed:,.0f} | {speed / baseline:.2f} |")
-    publish("\n".join(lines) + "\n", not args.no_write)
+    publish("\n".join(lines) + "\n", not args.no_write, "speed")
 
 
 if __name__ == "__main__":

@@ -38,7 +38,8 @@ def _cases(data: Path, megabytes: float) -> dict[str, str]:
         "empty": "",
         "whitespace only": " \n\t " * 1000,
         "binary garbage (random code points)": "".join(chr(generator.randrange(1, 0x2FFFF)) for _ in range(20_000)),
-        "mixed scripts and emoji": "Patient mit Diabetes 🙂 患者有糖尿病 🩺 החולה סובל מסוכרת 🧪 hypertension artérielle " * 50,
+        "mixed scripts and emoji": 50
+        * "Patient mit Diabetes 🙂 患者有糖尿病 🩺 החולה סובל מסוכרת 🧪 hypertension artérielle ",
         "lone surrogate": "asthma \ud800 attack",
         f"{megabytes:g} MB document": "\n\n".join(huge),
     }
@@ -66,13 +67,20 @@ def main() -> None:
         with multiprocessing.get_context("spawn").Pool(1) as pool:
             results[name] = pool.apply(case_step, (str(args.data), name, args.megabytes))
     baseline = results["one abstract (baseline)"]["rss_mb"]
-    lines = [f"## {time.strftime('%Y-%m-%d')} — linking bad and huge inputs (commit `{commit()}`)", "",
-             (f"Command: `python benchmarks/link_stress.py --megabytes {args.megabytes:g}` · machine: {machine()} · "
-             "default hybrid CTD MEDIC bundle, no filter"), "",
-             "| input | characters | outcome | seconds | peak RSS MB | × baseline RSS |", "|---|---:|---|---:|---:|---:|"]
+    lines = [
+        f"## {time.strftime('%Y-%m-%d')} — linking bad and huge inputs (commit `{commit()}`)",
+        "",
+        (
+            f"Command: `python benchmarks/link_stress.py --megabytes {args.megabytes:g}` · machine: {machine()} · "
+            "default hybrid CTD MEDIC bundle, no filter"
+        ),
+        "",
+        "| input | characters | outcome | seconds | peak RSS MB | × baseline RSS |",
+        "|---|---:|---|---:|---:|---:|",
+    ]
     lines += [f"| {name} | {r['characters']:,} | {r['outcome']} | {r['seconds']:.2f} | {r['rss_mb']:.0f} | "
               f"{r['rss_mb'] / baseline:.2f} |" for name, r in results.items()]
-    publish("\n".join(lines) + "\n", write=not args.no_write)
+    publish("\n".join(lines) + "\n", not args.no_write, "robustness")
 
 
 if __name__ == "__main__":

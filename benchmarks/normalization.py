@@ -8,7 +8,7 @@ CTD MEDIC), then scores each system on XL-BEL v0.0 (visible languages, in-KB), M
 holds the mentions of the corpus's own train split. Every build and every system runs in its
 own process, so peak RSS is that step's alone. `--encoder` builds the bundles with a trained
 checkpoint (e.g. `babelink train sap` output) instead of the bundled encoder. Appends a section
-to BENCHMARKS.md unless --no-write.
+to benchmarks/log/normalization.md (and regenerates BENCHMARKS.md) unless --no-write.
 """
 
 from __future__ import annotations
@@ -48,11 +48,14 @@ SYSTEMS = {
     "sparse": "char_wb 2–4-gram TF-IDF, shortlist + exact rescoring (issue 2's default)",
     "sparse exhaustive": "same vectors, cosine against every name (the shortlist's reference)",
     "char-3-gram exhaustive": "reference point of the issue: plain char 3-gram TF-IDF, exact cosine",
-    "dense": ("the bundle's encoder alone (zero-shot multilingual-e5-small unless --encoder names another), "
-              "HNSW inner-product search (the default index)"),
+    "dense": (
+        "the bundle's encoder alone (zero-shot multilingual-e5-small unless --encoder names another), "
+        "HNSW inner-product search (the default index)"
+    ),
     "hybrid": "babelink default: sparse and dense cosines fused (weights from dev data)",
     "hybrid + spans": "hybrid behind index switching, labeled-span index from the corpus's train split",
-    "hybrid + spans + abbreviations": "the same, short forms defined in the mention's document searched as their long form",
+    "hybrid + spans + abbreviations": "the same, short forms defined in the mention's document searched as their "
+    "long form",
 }
 CHAR3 = TfidfParams(analyzer="char", ngram_min=3, ngram_max=3, sublinear_tf=False, exhaustive=True)
 
@@ -69,9 +72,16 @@ def build_step(data: str, kb_name: str, encoder: str) -> dict:
     manifest = load_bundle(path).manifest
     started = time.perf_counter()
     load_kb(path / "kb")
-    return {"path": str(path), "build_s": manifest["build_seconds"], "built_now": built_now,
-            "kb_load_s": time.perf_counter() - started, "rss_mb": _peak_rss_mb(),
-            "names": manifest["kb"]["names"], "strings": manifest["kb"]["strings"], "concepts": manifest["kb"]["concepts"]}
+    return {
+        "path": str(path),
+        "build_s": manifest["build_seconds"],
+        "built_now": built_now,
+        "kb_load_s": time.perf_counter() - started,
+        "rss_mb": _peak_rss_mb(),
+        "names": manifest["kb"]["names"],
+        "strings": manifest["kb"]["strings"],
+        "concepts": manifest["kb"]["concepts"],
+    }
 
 
 def _generator(bundle, system: str, data: Path, set_name: str, scratch: str, tuned: dict):
@@ -80,7 +90,9 @@ def _generator(bundle, system: str, data: Path, set_name: str, scratch: str, tun
     if system == "sparse":
         return SparseGenerator(bundle.kb, bundle.names, bundle.sparse)
     if system == "sparse exhaustive":
-        index = TfidfNameIndex(replace(bundle.sparse.params, exhaustive=True), bundle.sparse.vectorizer, bundle.sparse.matrix)
+        index = TfidfNameIndex(
+            replace(bundle.sparse.params, exhaustive=True), bundle.sparse.vectorizer, bundle.sparse.matrix
+        )
         return SparseGenerator(bundle.kb, bundle.names, index)
     if system == "char-3-gram exhaustive":
         return SparseGenerator(bundle.kb, bundle.names, TfidfNameIndex.fit(bundle.names.strings, CHAR3))
@@ -116,8 +128,12 @@ def system_step(bundle_path: str, system: str, data: str, set_names: tuple[str, 
             linker = Linker(bundle, _generator(bundle, system, Path(data), set_name, scratch, tuned))
             linker.normalize(["warm-up"])  # model loading and first-call costs are not per-mention costs
             results[query_set.name] = benchmark.run_normalization(
-                lambda mentions, linker=linker: [[c.concept_id for c in cs] for cs in linker.normalize(mentions, top_k=5)],
-                query_set, resolve_abbreviations=system.endswith("abbreviations"))
+                lambda mentions, linker=linker: [
+                    [c.concept_id for c in cs] for cs in linker.normalize(mentions, top_k=5)
+                ],
+                query_set,
+                resolve_abbreviations=system.endswith("abbreviations"),
+            )
     return {"results": results, "load_s": load_seconds, "rss_mb": _peak_rss_mb()}
 
 
@@ -136,9 +152,16 @@ def report(builds: dict, runs: dict) -> str:
         rss = f"{b['rss_mb']:.0f}" if b["built_now"] else f"{b['rss_mb']:.0f} (load only; built earlier by this code)"
         lines.append(f"| {kb_name} | {b['concepts']:,} | {b['names']:,} | {b['strings']:,} | {b['build_s']:.0f} | "
                      f"{b['kb_load_s']:.2f} | {rss} |")
-    lines += ["", "Systems: " + "; ".join(f"**{name}**: {what}" for name, what in SYSTEMS.items()) + ".", "",
-              "| set | KB | in-KB queries / read | system | Acc@1 | Acc@5 | MAP | mentions/s | × sparse speed | peak RSS MB |",
-              "|---|---|---:|---|---:|---:|---:|---:|---:|---:|"]
+    lines += [
+        "",
+        "Systems: " + "; ".join(f"**{name}**: {what}" for name, what in SYSTEMS.items()) + ".",
+        "",
+        (
+            "| set | KB | in-KB queries / read | system | Acc@1 | Acc@5 | MAP | mentions/s | × sparse speed "
+            "| peak RSS MB |"
+        ),
+        "|---|---|---:|---|---:|---:|---:|---:|---:|---:|",
+    ]
     per_language = []
     for kb_name, systems in runs.items():
         first = next(iter(systems.values()))["results"]
@@ -149,9 +172,11 @@ def report(builds: dict, runs: dict) -> str:
                     continue
                 r = run["results"][set_name]
                 o = r["overall"]
-                lines.append(f"| {set_name} | {kb_name} | {o['count']:,} / {r['read']:,} | {system} | {o['acc@1']:.3f} | "
-                             f"{o['acc@5']:.3f} | {o['map']:.3f} | {r['mentions_per_second']:,.0f} | "
-                             f"{r['mentions_per_second'] / reference_speed:.1f} | {run['rss_mb']:.0f} |")
+                lines.append(
+                    f"| {set_name} | {kb_name} | {o['count']:,} / {r['read']:,} | {system} | {o['acc@1']:.3f} | "
+                    f"{o['acc@5']:.3f} | {o['map']:.3f} | {r['mentions_per_second']:,.0f} | "
+                    f"{r['mentions_per_second'] / reference_speed:.1f} | {run['rss_mb']:.0f} |"
+                )
                 if r.get("groups"):
                     cells = " | ".join(f"{g['acc@1']:.3f} / {g['acc@5']:.3f}" for g in r["groups"].values())
                     macro = sum(g["acc@1"] for g in r["groups"].values()) / len(r["groups"])
@@ -159,8 +184,13 @@ def report(builds: dict, runs: dict) -> str:
     for set_name in dict.fromkeys(row[0] for row in per_language):
         rows = [row for row in per_language if row[0] == set_name]
         languages = rows[0][2]
-        lines += ["", f"{set_name}, Acc@1 / Acc@5 per language (n = in-KB queries) and the unweighted mean of Acc@1:", "",
-                  "| system | " + " | ".join(languages) + " | mean Acc@1 |", "|---|" + "---:|" * (len(languages) + 1)]
+        lines += [
+            "",
+            f"{set_name}, Acc@1 / Acc@5 per language (n = in-KB queries) and the unweighted mean of Acc@1:",
+            "",
+            "| system | " + " | ".join(languages) + " | mean Acc@1 |",
+            "|---|" + "---:|" * (len(languages) + 1),
+        ]
         lines += [f"| {system} | {cells} | {macro:.3f} |" for _, system, _, cells, macro in rows]
     return "\n".join(lines) + "\n"
 
@@ -183,10 +213,11 @@ def main() -> None:
         print(f"built {kb_name}: {builds[kb_name]}", file=sys.stderr)
         runs[kb_name] = {}
         for system in SYSTEMS:
-            runs[kb_name][system] = _in_child(system_step, builds[kb_name]["path"], system, str(args.data), SETS[kb_name],
-                                                tuned)
+            runs[kb_name][system] = _in_child(
+                system_step, builds[kb_name]["path"], system, str(args.data), SETS[kb_name], tuned
+            )
             print(f"ran {kb_name} / {system}", file=sys.stderr)
-    publish(report(builds, runs), write=not args.no_write)
+    publish(report(builds, runs), not args.no_write, "normalization")
 
 
 if __name__ == "__main__":

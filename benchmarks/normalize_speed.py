@@ -43,7 +43,9 @@ def _linker(bundle, precision: str | None) -> Linker:
     if precision:
         entry["precision"] = precision
     encoder = CachedEncoder(encoder_from_manifest(entry, bundle.path))
-    return Linker(bundle, HybridGenerator(bundle.kb, bundle.names, bundle.sparse, bundle.dense, encoder, HybridParams()))
+    return Linker(
+        bundle, HybridGenerator(bundle.kb, bundle.names, bundle.sparse, bundle.dense, encoder, HybridParams())
+    )
 
 
 def _rate(linker: Linker, mentions: list[str], repeats: int = 1) -> float:
@@ -80,22 +82,38 @@ def main() -> None:
     default_rate = _rate(default, stream)
     warm_rate = _rate(default, stream, repeats=2)  # every mention already in the cache
     total, stages = _profile(_linker(bundle, None), stream)
-    lines = [f"## {time.strftime('%Y-%m-%d')} — normalize speed, default hybrid (commit `{commit()}`)", "",
-             (f"Command: `python benchmarks/normalize_speed.py` · machine: {machine()} · torch "
-             f"{torch.__version__}, {torch.get_num_threads()} threads"), "",
-             (f"{len(stream):,} XL-BEL v0.0 mentions (all of them, in-KB or not; {len(set(stream)):,} distinct), "
-             "open-umls default bundle "
-             f"({bundle.manifest['kb']['strings']:,} name strings, {bundle.manifest['dense']['index']['kind']} index), top-5:"), "",
-             "| setting | mentions/s | × baseline |", "|---|---:|---:|",
-             f"| hybrid, encoder fp32 (baseline) | {baseline:,.0f} | 1.00 |",
-             (f"| hybrid, default (bf16 autocast on this CPU, length-sorted batches) | {default_rate:,.0f} | "
-             f"{default_rate / baseline:.2f} |"),
-             f"| hybrid, default, mentions seen before (encoder cache) | {warm_rate:,.0f} | {warm_rate / baseline:.2f} |",
-             "", f"Profile of the default over the same stream ({total:.2f} s under cProfile):", "",
-             "| stage | s | share |", "|---|---:|---:|"]
+    lines = [
+        f"## {time.strftime('%Y-%m-%d')} — normalize speed, default hybrid (commit `{commit()}`)",
+        "",
+        (
+            f"Command: `python benchmarks/normalize_speed.py` · machine: {machine()} · torch "
+            f"{torch.__version__}, {torch.get_num_threads()} threads"
+        ),
+        "",
+        (
+            f"{len(stream):,} XL-BEL v0.0 mentions (all of them, in-KB or not; {len(set(stream)):,} distinct), "
+            "open-umls default bundle "
+            f"({bundle.manifest['kb']['strings']:,} name strings, "
+            f"{bundle.manifest['dense']['index']['kind']} index), top-5:"
+        ),
+        "",
+        "| setting | mentions/s | × baseline |",
+        "|---|---:|---:|",
+        f"| hybrid, encoder fp32 (baseline) | {baseline:,.0f} | 1.00 |",
+        (
+            f"| hybrid, default (bf16 autocast on this CPU, length-sorted batches) | {default_rate:,.0f} | "
+            f"{default_rate / baseline:.2f} |"
+        ),
+        f"| hybrid, default, mentions seen before (encoder cache) | {warm_rate:,.0f} | {warm_rate / baseline:.2f} |",
+        "",
+        f"Profile of the default over the same stream ({total:.2f} s under cProfile):",
+        "",
+        "| stage | s | share |",
+        "|---|---:|---:|",
+    ]
     for label, seconds in stages.items():
         lines.append(f"| {label} | {seconds:.2f} | {seconds / total:.0%} |")
-    publish("\n".join(lines) + "\n", write=not args.no_write)
+    publish("\n".join(lines) + "\n", not args.no_write, "speed")
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ def arguments(description: str, parser: argparse.ArgumentParser | None = None) -
     """Parse `--data` and `--no-write`, plus whatever options the script added to `parser`."""
     parser = parser or argparse.ArgumentParser(description=description)
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data", help="the shared benchmark data")
-    parser.add_argument("--no-write", action="store_true", help="print the report without appending to BENCHMARKS.md")
+    parser.add_argument("--no-write", action="store_true", help="print the section without appending it to the log")
     return parser.parse_args()
 
 
@@ -27,20 +27,30 @@ def machine() -> str:
 
 
 def commit() -> str:
-    """Short HEAD hash, `+dirty` when tracked files other than BENCHMARKS.md (which benchmark runs
-    append to) differ from it."""
-    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!BENCHMARKS.md"],
+    """Short HEAD hash, `+dirty` when tracked files other than the results (the logs benchmark runs
+    append to, and the page generated from them) differ from it."""
+    head = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False
+    ).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!BENCHMARKS.md",
+                            ":!benchmarks/log"],
                            cwd=ROOT, capture_output=True, text=True, check=False).stdout
     return head + ("+dirty" if dirty.strip() else "")
 
 
-def publish(text: str, write: bool) -> None:
-    """Print the section; append it to BENCHMARKS.md when `write`."""
+def publish(text: str, write: bool, area: str) -> None:
+    """Print the section; when `write`, append it to `benchmarks/log/<area>.md` and regenerate
+    BENCHMARKS.md, whose current results come from the newest sections."""
     print(text)
     if write:
-        with open(ROOT / "BENCHMARKS.md", "a", encoding="utf-8") as stream:
+        from results_page import LOG_DIR, PAGE, render, write_atomically
+
+        log = LOG_DIR / f"{area}.md"
+        if not log.is_file():
+            raise SystemExit(f"{log}: no such log; the areas are {sorted(p.stem for p in LOG_DIR.glob('*.md'))}")
+        with open(log, "a", encoding="utf-8") as stream:
             stream.write("\n" + text)
+        write_atomically(PAGE, render(LOG_DIR))
 
 
 def cached_bundle(data: Path, kb_name: str, **options) -> Path:
@@ -51,9 +61,9 @@ def cached_bundle(data: Path, kb_name: str, **options) -> Path:
     import hashlib
     import json
 
+    from babelink.bundle.store import FORMAT_VERSION, MANIFEST, build_bundle
     from babelink.home import babelink_home
     from babelink.kb.readers import read_kb
-    from babelink.bundle.store import FORMAT_VERSION, MANIFEST, build_bundle
 
     tree = subprocess.run(["git", "rev-parse", *(f"HEAD:{part}" for part in BUNDLE_CODE)], cwd=ROOT,
                           capture_output=True, text=True, check=False).stdout.split()
@@ -62,7 +72,9 @@ def cached_bundle(data: Path, kb_name: str, **options) -> Path:
         from babelink.encoders.transformer import checkpoint_fingerprint
 
         options = {**options, "encoder_fingerprint": checkpoint_fingerprint(Path(encoder))}
-    key = hashlib.sha256(json.dumps([tree, FORMAT_VERSION, kb_name, options], sort_keys=True, default=str).encode()).hexdigest()[:12]
+    key = hashlib.sha256(
+        json.dumps([tree, FORMAT_VERSION, kb_name, options], sort_keys=True, default=str).encode()
+    ).hexdigest()[:12]
     path = babelink_home() / "benchmark-bundles" / f"{kb_name}-{key}"
     if not (path / MANIFEST).is_file():
         build_bundle(read_kb(data / KB_FILES[kb_name]), path,

@@ -9,7 +9,7 @@ each waiting for its answer before sending the next): /normalize of one mention 
 realistic disease mentions in eight languages, and with --link every fourth request a /link of a
 short sentence. Reports requests/s, p50/p99 latency, errors by status, and whether there were no
 errors at concurrency ≤ the server's --queue (beyond it, 429 is the designed answer).
-Appends a section to BENCHMARKS.md unless --no-write.
+Appends a section to benchmarks/log/serving.md (and regenerates BENCHMARKS.md) unless --no-write.
 """
 
 from __future__ import annotations
@@ -133,7 +133,9 @@ def report(args: argparse.Namespace, health: dict, runs: list[dict]) -> str:
              "|---:|---:|---:|---:|---:|---|---|"]
     for run in runs:
         errors = ", ".join(f"{status}: {count:,}" for status, count in run["errors"].items()) or "none"
-        expected = ("yes" if not run["errors"] else "**no**") if run["concurrency"] <= args.queue else "n/a (over queue)"
+        expected = (
+            ("yes" if not run["errors"] else "**no**") if run["concurrency"] <= args.queue else "n/a (over queue)"
+        )
         lines.append(f"| {run['concurrency']} | {run['requests']:,} | {run['rate']:,.1f} | {run['p50'] * 1000:,.1f} "
                      f"| {run['p99'] * 1000:,.1f} | {errors} | {expected} |")
     return "\n".join(lines) + "\n"
@@ -143,7 +145,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bundle", type=Path, required=True, help="bundle directory to serve")
     parser.add_argument("--requests", type=int, default=2000, help="requests per concurrency level")
-    parser.add_argument("--concurrency", type=int, nargs="+", default=[8, 16, 32], help="concurrent clients, one run each")
+    parser.add_argument(
+        "--concurrency", type=int, nargs="+", default=[8, 16, 32], help="concurrent clients, one run each"
+    )
     parser.add_argument("--link", action="store_true", help="make every fourth request a /link of a short sentence")
     parser.add_argument("--workers", type=int, default=1, help="the server's --workers")
     parser.add_argument("--queue", type=int, default=32, help="the server's --queue")
@@ -163,7 +167,7 @@ def main() -> None:
         finally:
             server.terminate()
             server.wait(30)
-    publish(report(args, health, runs), write=not args.no_write)
+    publish(report(args, health, runs), not args.no_write, "serving")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Dev-only tuning of the hybrid fusion weight, the candidate pool and the index-switch threshold.
 
-    python benchmarks/tune_hybrid.py [--encoder default|DIR] [--sets ncbi bc5cdr quaero] [--data ../shared/data] [--no-write]
+    python benchmarks/tune_hybrid.py [--encoder default|DIR] [--sets ncbi bc5cdr quaero] [--data ../shared/data]
+        [--no-write]
 
 Dev sets: NCBI-disease dev and BC5CDR-Disease dev (CTD MEDIC) and QUAERO dev (French, open-umls,
 in-KB), so the weight is not chosen on English alone. `--encoder` tunes for another encoder
@@ -54,9 +55,13 @@ def main() -> None:
     args = arguments(parser.description, parser)
     started = time.perf_counter()
     options = {} if args.encoder == "default" else {"encoder": str(Path(args.encoder).absolute())}
-    bundles = {kb: load_bundle(cached_bundle(args.data, kb, **options)) for kb in {DEV_SETS[key][0] for key in args.sets}}
+    bundles = {
+        kb: load_bundle(cached_bundle(args.data, kb, **options)) for kb in {DEV_SETS[key][0] for key in args.sets}
+    }
     encoder = CachedEncoder(next(iter(bundles.values())).encoder(), max_entries=1_000_000)
-    sets = [(bundles[kb], query_set(args.data, bundles[kb].kb, "dev")) for kb, query_set in map(DEV_SETS.get, args.sets)]
+    sets = [
+        (bundles[kb], query_set(args.data, bundles[kb].kb, "dev")) for kb, query_set in map(DEV_SETS.get, args.sets)
+    ]
 
     def hybrid(bundle, params):
         return HybridGenerator(bundle.kb, bundle.names, bundle.sparse, bundle.dense, encoder, params)
@@ -77,8 +82,13 @@ def main() -> None:
         for bundle, query_set in [item for item in sets if item[1].name in TRAIN_FILES]:
             documents = augment.read_annotated(args.data / "bench" / TRAIN_FILES[query_set.name])
             spans = augment.span_kb(documents, bundle.kb)
-            spans_path = build_bundle(spans, Path(scratch) / query_set.name, retriever="hybrid",
-                                      hybrid_params=HybridParams(*best), encoder=bundle.manifest["dense"]["encoder"]["name"])
+            spans_path = build_bundle(
+                spans,
+                Path(scratch) / query_set.name,
+                retriever="hybrid",
+                hybrid_params=HybridParams(*best),
+                encoder=bundle.manifest["dense"]["encoder"]["name"],
+            )
             span_generator = generator_for(load_bundle(spans_path), encoder)
             kb_generator = hybrid(bundle, HybridParams(*best))
             switching[query_set.name] = [_acc1(SwitchingGenerator(span_generator, kb_generator, t), query_set)
@@ -87,25 +97,44 @@ def main() -> None:
     best_threshold = THRESHOLDS[max(range(len(THRESHOLDS)), key=means.__getitem__)]
 
     names = [query_set.name for _, query_set in sets]
-    lines = [f"## {time.strftime('%Y-%m-%d')} — hybrid fusion and index switching, dev-only tuning (commit `{commit()}`)", "",
-             f"Command: `python benchmarks/tune_hybrid.py {' '.join(sys.argv[1:])}` · machine: {machine()} · {time.perf_counter() - started:.0f} s", "",
-             ("Rule: `score = w · dense cosine + (1 − w) · sparse cosine` over the union of both retrievers' "
-             "`pool` best name strings (char_wb 2–4-gram TF-IDF). "
-             f"w = 0 is sparse re-ranked, w = 1 dense re-ranked. Encoder: {args.encoder}. Acc@1, in-KB dev queries:"), "",
-             "| w | pool | " + " | ".join(names) + " | mean |", "|---:|---:|" + "---:|" * (len(names) + 1)]
+    lines = [
+        f"## {time.strftime('%Y-%m-%d')} — hybrid fusion and index switching, dev-only tuning (commit `{commit()}`)",
+        "",
+        (
+            f"Command: `python benchmarks/tune_hybrid.py {' '.join(sys.argv[1:])}` · machine: {machine()} · "
+            f"{time.perf_counter() - started:.0f} s"
+        ),
+        "",
+        (
+            "Rule: `score = w · dense cosine + (1 − w) · sparse cosine` over the union of both retrievers' "
+            "`pool` best name strings (char_wb 2–4-gram TF-IDF). "
+            f"w = 0 is sparse re-ranked, w = 1 dense re-ranked. Encoder: {args.encoder}. Acc@1, in-KB dev queries:"
+        ),
+        "",
+        "| w | pool | " + " | ".join(names) + " | mean |",
+        "|---:|---:|" + "---:|" * (len(names) + 1),
+    ]
     for (weight, pool), scores in grid.items():
         mark = "**" if (weight, pool) == best else ""
         lines.append(f"| {mark}{weight}{mark} | {pool} | " + " | ".join(f"{s:.3f}" for s in scores)
                      + f" | {mark}{sum(scores) / len(scores):.3f}{mark} |")
-    lines += ["", f"Chosen: w = {best[0]}, pool = {best[1]}.", "",
-              ("Index switching (002 §6.2): labeled-span index from each corpus's train split, searched first; "
-              "its concepts rank first when the best span scores ≥ threshold and ≥ the KB's best (1.01 = never switch):"), "",
-              "| threshold | " + " | ".join(switching) + " | mean |", "|---:|" + "---:|" * (len(switching) + 1)]
+    lines += [
+        "",
+        f"Chosen: w = {best[0]}, pool = {best[1]}.",
+        "",
+        (
+            "Index switching (002 §6.2): labeled-span index from each corpus's train split, searched first; "
+            "its concepts rank first when the best span scores ≥ threshold and ≥ the KB's best (1.01 = never switch):"
+        ),
+        "",
+        "| threshold | " + " | ".join(switching) + " | mean |",
+        "|---:|" + "---:|" * (len(switching) + 1),
+    ]
     for position, threshold in enumerate(THRESHOLDS):
         cells = " | ".join(f"{values[position]:.3f}" for values in switching.values())
         lines.append(f"| {threshold} | {cells} | {means[position]:.3f} |")
     lines += ["", f"Chosen: switch threshold {best_threshold}."]
-    publish("\n".join(lines) + "\n", write=not args.no_write)
+    publish("\n".join(lines) + "\n", not args.no_write, "tuning")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Dev-only choice of the interpolation weight between the bundled encoder and a SAP-trained one.
 
-    python benchmarks/tune_interpolation.py --trained DIR [--weights 0.3 0.5 0.7 1.0] [--data ../shared/data] [--no-write]
+    python benchmarks/tune_interpolation.py --trained DIR [--weights 0.3 0.5 0.7 1.0] [--data ../shared/data]
+        [--no-write]
 
 For each weight w, `babelink train interpolate` mixes the checkpoints (w = 0 is the bundled
 encoder, w = 1 the trained one) and dense Acc@1 is measured on two dev sets, each against a
@@ -71,7 +72,7 @@ def main() -> None:
         mark = " ← chosen" if weight == chosen else ""
         lines.append(f"| {weight:g}{mark} | " + " | ".join(f"{found[name]:.3f}" for name in DEV_SETS)
                      + f" | {sum(found.values()) / len(found):.3f} |")
-    publish("\n".join(lines) + "\n", write=not args.no_write)
+    publish("\n".join(lines) + "\n", not args.no_write, "tuning")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
     python benchmarks/tune_sparse.py [--data ../shared/data] [--no-write]
 
 Scores each (analyzer, n-gram range, sublinear TF) setting by exhaustive cosine Acc@1 and
-appends the grid to BENCHMARKS.md. Test sets are never read here.
+appends the grid to benchmarks/log/tuning.md. Test sets are never read here.
 """
 
 from __future__ import annotations
@@ -35,15 +35,21 @@ def main() -> None:
     names = NameTable.from_kb(kb)
     dev_sets = [benchmark.ncbi_set(args.data, kb, "dev"), benchmark.bc5cdr_set(args.data, kb, "dev")]
     default = TfidfParams()
-    lines = [f"## {time.strftime('%Y-%m-%d')} — TF-IDF analyzer grid on dev splits (commit `{commit()}`)", "",
-             f"Command: `python benchmarks/tune_sparse.py` · machine: {machine()} · KB: CTD MEDIC · exhaustive cosine", "",
-             "| analyzer | n-grams | sublinear TF | " + " | ".join(f"{s.name} Acc@1" for s in dev_sets) + " | mean |",
-             "|---|---|---|" + "---:|" * (len(dev_sets) + 1)]
+    lines = [
+        f"## {time.strftime('%Y-%m-%d')} — TF-IDF analyzer grid on dev splits (commit `{commit()}`)",
+        "",
+        f"Command: `python benchmarks/tune_sparse.py` · machine: {machine()} · KB: CTD MEDIC · exhaustive cosine",
+        "",
+        "| analyzer | n-grams | sublinear TF | " + " | ".join(f"{s.name} Acc@1" for s in dev_sets) + " | mean |",
+        "|---|---|---|" + "---:|" * (len(dev_sets) + 1),
+    ]
     for params in GRID:
         generator = SparseGenerator(kb, names, TfidfNameIndex.fit(names.strings, params))
 
         def normalize(mentions: list[str], generator: SparseGenerator = generator) -> list[list[str]]:
-            return [[c.concept_id for c in found] for found in generator.generate([normalize_name(m) for m in mentions], 5)]
+            return [
+                [c.concept_id for c in found] for found in generator.generate([normalize_name(m) for m in mentions], 5)
+            ]
 
         scores = [benchmark.run_normalization(normalize, s)["overall"]["acc@1"] for s in dev_sets]
         chosen = (params.analyzer, params.ngram_min, params.ngram_max, params.sublinear_tf) == (
@@ -52,7 +58,7 @@ def main() -> None:
         lines.append(f"| {params.analyzer}{mark} | {params.ngram_min}–{params.ngram_max} | {params.sublinear_tf} | "
                      + " | ".join(f"{score:.3f}" for score in scores) + f" | {sum(scores) / len(scores):.3f} |")
         print(lines[-1], file=sys.stderr)
-    publish("\n".join(lines) + "\n", write=not args.no_write)
+    publish("\n".join(lines) + "\n", not args.no_write, "tuning")
 
 
 if __name__ == "__main__":

@@ -141,7 +141,10 @@ def test_json_from_pubtator3_with_null_infons_and_sentences(tmp_path):
     expected = Document(
         "100",
         "Copper toxicosis.\nDogs.",
-        (Annotation(0, 16, "Copper toxicosis", ("MESH:D003300",), "Disease"), Annotation(18, 22, "Dogs", (), "Species")),
+        (
+            Annotation(0, 16, "Copper toxicosis", ("MESH:D003300",), "Disease"),
+            Annotation(18, 22, "Dogs", (), "Species"),
+        ),
     )
     assert list(read_bioc_json(path)) == [expected]
     # JSON lines: one document per line.

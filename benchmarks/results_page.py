@@ -1,0 +1,215 @@
+"""Regenerate BENCHMARKS.md, the results page, from the dated logs in `benchmarks/log/`.
+
+The logs are the record: each benchmark script appends a section (`## <date> — <title> (commit
+`<hash>`)`, a `Command:` line, tables, text) to its area's log. The page shows what babelink scores
+today: for each headline in `HEADLINES`, the tables of the newest section its rule selects, with
+the commit, command and a link to the section. Nothing on the page is typed by hand, so a stale
+or edited page is caught by `--check`:
+
+    python benchmarks/results_page.py            # rewrite BENCHMARKS.md
+    python benchmarks/results_page.py --check    # exit 1 when BENCHMARKS.md differs from the logs
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LOG_DIR = ROOT / "benchmarks" / "log"
+PAGE = ROOT / "BENCHMARKS.md"
+
+HEADING = re.compile(
+    r"## (?P<date>\d{4}-\d{2}-\d{2}) — (?P<title>.+) \(commit `(?P<commit>[0-9a-f]{7,40}(\+dirty)?)`.*\)$"
+)
+COMMAND = re.compile(r"Command: `(?P<command>[^`]+)`")
+
+
+@dataclass(frozen=True)
+class Headline:
+    """Which section and tables stand for one current result: the newest section of `area` whose
+    command runs `script` with every option in `having` and none in `without`; of it, the tables
+    whose header row contains `columns`."""
+
+    title: str
+    area: str
+    script: str
+    columns: str
+    having: tuple[str, ...] = ()
+    without: tuple[str, ...] = ()
+
+
+HEADLINES = (
+    Headline("Normalization, UMLS stand-in (open-umls), bundled encoder", "normalization", "normalization.py",
+             "Acc@1", having=("--kb open-umls",), without=("--encoder",)),
+    Headline("Normalization, CTD MEDIC, bundled encoder", "normalization", "normalization.py", "Acc@1",
+             having=("--kb ctd-medic",), without=("--encoder",)),
+    Headline("Normalization, CTD MEDIC, newest trained encoder", "normalization", "normalization.py", "Acc@1",
+             having=("--kb ctd-medic", "--encoder")),
+    Headline("Document linking", "end-to-end", "end_to_end.py", "strict F1"),
+    Headline("SAP-trained encoders, XL-BEL and Mantra GSC", "sap-training", "sap_training.py", "mean Acc@1"),
+    Headline("Normalize speed", "speed", "normalize_speed.py", "mentions/s"),
+    Headline("Batch throughput", "speed", "batch_throughput.py", "documents/s"),
+    Headline("Dense index at scale", "speed", "dense_scale.py", "bytes/name"),
+    Headline("Serving under load", "serving", "serve_load.py", "requests/s"),
+    Headline("Bad and huge inputs", "robustness", "link_stress.py", "outcome"),
+)
+
+
+class LogError(Exception):
+    """A log that the page cannot be built from, with the file and line to fix."""
+
+
+@dataclass
+class Section:
+    path: Path
+    line: int
+    date: str
+    title: str
+    commit: str
+    anchor: str
+    command: str | None = None
+    context: str = ""  # what the Command line says after the command (machine, data)
+    tables: list[list[str]] = field(default_factory=list)
+
+
+@dataclass
+class Log:
+    path: Path
+    title: str
+    purpose: str
+    sections: list[Section]
+
+
+def read_log(path: Path) -> Log:
+    """A log's title, purpose (its first paragraph) and dated sections, in file order."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    if not lines or not lines[0].startswith("# "):
+        raise LogError(f"{path}:1: a log starts with a '# title' line")
+    purpose = " ".join(next((block for block in "\n".join(lines[1:]).split("\n\n") if block.strip()), "").split())
+    sections: list[Section] = []
+    anchors: dict[str, int] = {}
+    table: list[str] = []
+    for number, line in enumerate(lines, 1):
+        if line.startswith("|"):
+            table.append(line)
+            continue
+        if table and sections:
+            sections[-1].tables.append(table)
+        table = []
+        if line.startswith("## "):
+            match = HEADING.fullmatch(line)
+            if match is None:
+                raise LogError(f"{path}:{number}: expected '## YYYY-MM-DD — title (commit `hash`)', got {line!r}")
+            sections.append(Section(path, number, match["date"], match["title"], match["commit"],
+                                    _anchor(line[3:], anchors)))
+        elif line.startswith("Command:") and sections and sections[-1].command is None:
+            match = COMMAND.match(line)
+            if match is None:
+                raise LogError(f"{path}:{number}: expected 'Command: `…`', got {line[:80]!r}")
+            sections[-1].command = match["command"].strip()
+            sections[-1].context = line[match.end():].strip(" ·")
+    if table and sections:
+        sections[-1].tables.append(table)
+    return Log(path, lines[0][2:].strip(), purpose, sections)
+
+
+def _anchor(heading: str, seen: dict[str, int]) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens, -N on repeats."""
+    slug = re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
+    count = seen.get(slug, 0)
+    seen[slug] = count + 1
+    return f"{slug}-{count}" if count else slug
+
+
+def select(headline: Headline, log: Log) -> Section | None:
+    """The newest section of `log` the headline's rule picks (logs are appended, newest last)."""
+    for section in reversed(log.sections):
+        command = f" {section.command} " if section.command else ""
+        if (f"benchmarks/{headline.script} " in command and all(f" {o} " in command or f" {o}=" in command
+                                                                 for o in headline.having)
+                and not any(f" {o} " in command or f" {o}=" in command for o in headline.without)):
+            tables = [table for table in section.tables if headline.columns in table[0]]
+            if not tables:
+                raise LogError(f"{section.path}:{section.line}: the section has no table with a "
+                               f"{headline.columns!r} column, which the headline {headline.title!r} shows")
+            return section
+    return None
+
+
+def render(log_dir: Path) -> str:
+    logs = {path.stem: read_log(path) for path in sorted(log_dir.glob("*.md"))}
+    out = [
+        "# Benchmarks",
+        "",
+        "What babelink scores today. This page is generated by `python benchmarks/results_page.py` from the",
+        "dated sections in `benchmarks/log/`; do not edit it by hand. Every number was measured by a script",
+        "under `benchmarks/` at the commit shown, against baselines measured in the same run. Protocol",
+        "(`docs/ARCHITECTURE.md`): concept-level Acc@k (a prediction is correct when it equals any gold ID);",
+        "XL-BEL and Mantra GSC on `open-umls` score the in-KB subset (≥ 1 gold CUI in the KB); NCBI-disease",
+        "and BC5CDR-Disease use CTD MEDIC with alternative IDs mapped to primary IDs; document linking is",
+        "scored by strict (exact offsets and concept) and partial mention P/R/F1. `$BABELINK_HOME` in a",
+        "command is babelink's cache directory (default `~/.cache/babelink`).",
+        "",
+        "## Current results",
+    ]
+    for headline in HEADLINES:
+        if headline.area not in logs:
+            raise LogError(f"{log_dir / headline.area}.md: missing; the headline {headline.title!r} reads it")
+        section = select(headline, logs[headline.area])
+        if section is None:
+            continue
+        link = f"benchmarks/log/{section.path.name}#{section.anchor}"
+        out += ["", f"### {headline.title}", "",
+                f"{section.date}, commit `{section.commit}` ([log]({link})): `{section.command}`"
+                + (f" · {section.context}" if section.context else "")]
+        for table in section.tables:
+            if headline.columns in table[0]:
+                out += ["", *table]
+    out += ["", "## Logs", "", "| log | what it records | sections | dates |", "|---|---|---:|---|"]
+    for name, log in logs.items():
+        dates = sorted(section.date for section in log.sections)
+        span = f"{dates[0]} – {dates[-1]}" if dates else "—"
+        out.append(f"| [{log.title}](benchmarks/log/{name}.md) | {log.purpose} | {len(log.sections)} | {span} |")
+    return "\n".join(out) + "\n"
+
+
+def write_atomically(path: Path, text: str) -> None:
+    descriptor, scratch = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
+            stream.write(text)
+        os.replace(scratch, path)
+    except BaseException:
+        Path(scratch).unlink(missing_ok=True)
+        raise
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 when the page differs from the logs")
+    parser.add_argument("--logs", type=Path, default=LOG_DIR, help="the log directory")
+    parser.add_argument("--page", type=Path, default=PAGE, help="the page to write or check")
+    args = parser.parse_args(argv)
+    try:
+        text = render(args.logs)
+    except LogError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if args.check:
+        if not args.page.is_file() or args.page.read_text(encoding="utf-8") != text:
+            print(f"{args.page} is not what the logs generate: run python benchmarks/results_page.py",
+                  file=sys.stderr)
+            return 1
+        return 0
+    write_atomically(args.page, text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
