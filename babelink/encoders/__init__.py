@@ -1,4 +1,4 @@
-"""Dense encoders: text → L2-normalised float32 vectors (ARCHITECTURE.md, "Encoder").
+"""Dense encoders: text → L2-normalised float32 vectors.
 
 A bundle records which encoder built its dense index (`describe()`); `encoder_from_manifest`
 reopens the same one and refuses a different checkpoint, since vectors from another model would

@@ -1,4 +1,4 @@
-"""Dense name encoder over any Hugging Face checkpoint directory (ARCHITECTURE.md, "Encoder").
+"""Dense name encoder over any Hugging Face checkpoint directory.
 
 A name or mention is encoded as in SapBERT (003 §2) and e5: the checkpoint's last hidden states,
 pooled at `[CLS]` or averaged over the attention mask, L2-normalised, so inner product is cosine.

@@ -1,4 +1,4 @@
-"""FAISS inner-product index over L2-normalised name vectors (ARCHITECTURE.md, "Index"; 002 §4.3).
+"""FAISS inner-product index over L2-normalised name vectors (002 §4.3).
 
 Three layouts, chosen at build time and recorded in the bundle manifest:
 - `flat`: exact search, 4·dim bytes per name; the reference.

