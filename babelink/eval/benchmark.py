@@ -1,6 +1,6 @@
 """Normalization benchmark sets and runner, shared by `benchmarks/` scripts and training hooks.
 
-Protocol (ARCHITECTURE.md): concept-level ranking, correct when a ranked concept equals any
+Protocol (docs/ARCHITECTURE.md): concept-level ranking, correct when a ranked concept equals any
 gold ID. Gold IDs are resolved to the KB's primary IDs (MEDIC alternative IDs included), and
 only queries with at least one gold concept in the KB are scored (the *in-KB subset*).
 """

@@ -107,6 +107,7 @@ def convert_e5_file(source: Path, out_dir: Path) -> None:
         path.chmod(0o644)  # safetensors writes owner-only; a shared $BABELINK_HOME must stay readable
 
 
+#: How e5 encodes: mean pooling, the `query: ` prefix for symmetric tasks.
 E5_SETTINGS = {"pooling": "mean", "prefix": "query: "}
 
 

@@ -109,6 +109,3 @@ def _free_base(labels: list[int], used: set[int], bases: set[int], start: int) -
         if base not in bases and all(base ^ label not in used for label in labels):
             return base
         position += 1
-
-
-#: How e5 encodes (ARCHITECTURE.md): mean pooling, the `query: ` prefix for symmetric tasks.
