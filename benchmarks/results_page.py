@@ -31,6 +31,19 @@ COMMAND = re.compile(r"Command: `(?P<command>[^`]+)`")
 
 
 @dataclass(frozen=True)
+class Summary:
+    """Which cells of a headline's tables make rows of the summary table: per value of the `key`
+    column (or once, without one), the `metric` of the first row whose `system` cell starts with
+    each of `systems`, beside the same run's `baseline` row."""
+
+    system: str
+    metric: str
+    systems: tuple[str, ...]
+    baseline: str
+    key: str | None = None
+
+
+@dataclass(frozen=True)
 class Headline:
     """Which section and tables stand for one current result: the newest section of `area` whose
     command runs `script` with every option in `having` and none in `without`; of it, the tables
@@ -42,22 +55,28 @@ class Headline:
     columns: str
     having: tuple[str, ...] = ()
     without: tuple[str, ...] = ()
+    summary: Summary | None = None
 
 
+_NORMALIZATION = Summary("system", "Acc@1", ("hybrid + spans + abbreviations", "hybrid"), "sparse", key="set")
 HEADLINES = (
     Headline("Normalization, UMLS stand-in (open-umls), bundled encoder", "normalization", "normalization.py",
-             "Acc@1", having=("--kb open-umls",), without=("--encoder",)),
+             "Acc@1", having=("--kb open-umls",), without=("--encoder",), summary=_NORMALIZATION),
     Headline("Normalization, CTD MEDIC, bundled encoder", "normalization", "normalization.py", "Acc@1",
-             having=("--kb ctd-medic",), without=("--encoder",)),
+             having=("--kb ctd-medic",), without=("--encoder",), summary=_NORMALIZATION),
     Headline("Normalization, CTD MEDIC, newest trained encoder", "normalization", "normalization.py", "Acc@1",
-             having=("--kb ctd-medic", "--encoder")),
-    Headline("Document linking", "end-to-end", "end_to_end.py", "strict F1"),
+             having=("--kb ctd-medic", "--encoder"), summary=_NORMALIZATION),
+    Headline("Document linking", "end-to-end", "end_to_end.py", "strict F1",
+             summary=Summary("system", "strict F1", ("ner + hybrid + spans", "hybrid + spans"), "sparse baseline",
+                             key="corpus")),
     Headline("SAP-trained encoders, XL-BEL and Mantra GSC", "sap-training", "sap_training.py", "mean Acc@1"),
-    Headline("Normalize speed", "speed", "normalize_speed.py", "mentions/s"),
+    Headline("Normalize speed", "speed", "normalize_speed.py", "mentions/s",
+             summary=Summary("setting", "mentions/s", ("hybrid, default (",), "hybrid, encoder fp32")),
     Headline("Batch throughput", "speed", "batch_throughput.py", "documents/s"),
     Headline("Dense index at scale", "speed", "dense_scale.py", "bytes/name"),
     Headline("Serving under load", "serving", "serve_load.py", "requests/s"),
-    Headline("Bad and huge inputs", "robustness", "link_stress.py", "outcome"),
+    Headline("Bad and huge inputs", "robustness", "link_stress.py", "outcome",
+             summary=Summary("input", "peak RSS MB", ("5 MB document",), "one abstract")),
 )
 
 
@@ -142,6 +161,32 @@ def select(headline: Headline, log: Log) -> Section | None:
     return None
 
 
+def summary_rows(headline: Headline, section: Section, link: str) -> list[str]:
+    """`| result | measured on | metric | babelink | baseline | section |` rows of the summary table."""
+    spec = headline.summary
+    rows = []
+    for table in section.tables:
+        header = _cells(table[0])
+        if not {spec.system, spec.metric, *([spec.key] if spec.key else [])} <= set(header):
+            continue
+        cells = [dict(zip(header, _cells(line))) for line in table[2:]]
+        for key in dict.fromkeys(row.get(spec.key, "") if spec.key else "" for row in cells):
+            group = [row for row in cells if not spec.key or row[spec.key] == key]
+            baseline = next((row for row in group if row[spec.system].startswith(spec.baseline)), None)
+            for system in spec.systems:
+                row = next((row for row in group if row[spec.system].startswith(system)), None)
+                if row is None or baseline is None:
+                    continue
+                rows.append(f"| {headline.title} | {key or '—'} | {spec.metric} | {row[spec.system]}: {row[spec.metric]} "
+                            f"| {baseline[spec.system]}: {baseline[spec.metric]} "
+                            f"| [{section.date}, `{section.commit}`]({link}) |")
+    return rows
+
+
+def _cells(line: str) -> list[str]:
+    return [cell.strip().strip("*") for cell in line.strip().strip("|").split("|")]
+
+
 def render(log_dir: Path) -> str:
     logs = {path.stem: read_log(path) for path in sorted(log_dir.glob("*.md"))}
     out = [
@@ -156,8 +201,9 @@ def render(log_dir: Path) -> str:
         "scored by strict (exact offsets and concept) and partial mention P/R/F1. `$BABELINK_HOME` in a",
         "command is babelink's cache directory (default `~/.cache/babelink`).",
         "",
-        "## Current results",
     ]
+    summary: list[str] = []
+    details: list[str] = []
     for headline in HEADLINES:
         if headline.area not in logs:
             raise LogError(f"{log_dir / headline.area}.md: missing; the headline {headline.title!r} reads it")
@@ -165,12 +211,19 @@ def render(log_dir: Path) -> str:
         if section is None:
             continue
         link = f"benchmarks/log/{section.path.name}#{section.anchor}"
-        out += ["", f"### {headline.title}", "",
-                f"{section.date}, commit `{section.commit}` ([log]({link})): `{section.command}`"
-                + (f" · {section.context}" if section.context else "")]
+        if headline.summary:
+            summary += summary_rows(headline, section, link)
+        details += ["", f"### {headline.title}", "",
+                    f"{section.date}, commit `{section.commit}` ([log]({link})): `{section.command}`"
+                    + (f" · {section.context}" if section.context else "")]
         for table in section.tables:
             if headline.columns in table[0]:
-                out += ["", *table]
+                details += ["", *table]
+    out += ["", "## Current results", "",
+            "The headline numbers, each beside the baseline of the same run; the full tables follow.", "",
+            "| result | measured on | metric | babelink | baseline (same run) | section |",
+            "|---|---|---|---|---|---|",
+            *summary, *details]
     out += ["", "## Logs", "", "| log | what it records | sections | dates |", "|---|---|---:|---|"]
     for name, log in logs.items():
         dates = sorted(section.date for section in log.sections)
