@@ -177,8 +177,8 @@ def summary_rows(headline: Headline, section: Section, link: str) -> list[str]:
                 row = next((row for row in group if row[spec.system].startswith(system)), None)
                 if row is None or baseline is None:
                     continue
-                rows.append(f"| {headline.title} | {key or '—'} | {spec.metric} | {row[spec.system]}: {row[spec.metric]} "
-                            f"| {baseline[spec.system]}: {baseline[spec.metric]} "
+                rows.append(f"| {headline.title} | {key or '—'} | {spec.metric} "
+                            f"| {row[spec.system]}: {row[spec.metric]} | {baseline[spec.system]}: {baseline[spec.metric]} "
                             f"| [{section.date}, `{section.commit}`]({link}) |")
     return rows
 
