@@ -177,9 +177,11 @@ def summary_rows(headline: Headline, section: Section, link: str) -> list[str]:
                 row = next((row for row in group if row[spec.system].startswith(system)), None)
                 if row is None or baseline is None:
                     continue
-                rows.append(f"| {headline.title} | {key or '—'} | {spec.metric} "
-                            f"| {row[spec.system]}: {row[spec.metric]} | {baseline[spec.system]}: {baseline[spec.metric]} "
-                            f"| [{section.date}, `{section.commit}`]({link}) |")
+                rows.append(
+                    f"| {headline.title} | {key or '—'} | {spec.metric} "
+                    f"| {row[spec.system]}: {row[spec.metric]} | {baseline[spec.system]}: {baseline[spec.metric]} "
+                    f"| [{section.date}, `{section.commit}`]({link}) |"
+                )
     return rows
 
 
