@@ -5,11 +5,14 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import stat
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TextIO
+
+from babelink.errors import BabelinkError, InvalidInputError
 
 
 def replace_directory(staging: Path, out: Path) -> None:
@@ -54,17 +57,54 @@ def write_text_atomic(path: Path, text: str) -> None:
         raise
 
 
+def is_stream(path: str | Path) -> bool:
+    """Whether `path` names something that exists and is not a regular file (a terminal, a pipe,
+    `/dev/stdout`, a process substitution): written in place, since it cannot be replaced."""
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def refuse_same_file(output: str | Path, inputs: Iterable[str | Path | None], option: str = "--output") -> None:
+    """Refuse an output that is one of the inputs, also through symlinks and hard links: replacing
+    it would destroy the data being read."""
+    for source in inputs:
+        if source in (None, "-") or output == "-":
+            continue
+        try:
+            same = os.path.samefile(source, output)
+        except OSError:  # either side does not exist (yet)
+            same = False
+        if same:
+            raise InvalidInputError(f"{option} {output} is the input {source}: write the results elsewhere")
+
+
 @contextlib.contextmanager
 def atomic_output(output: str) -> Iterator[TextIO]:
-    """stdout for `-`; otherwise a temporary sibling file renamed onto `output` only when complete."""
+    """Where a command's text output goes: stdout for `-`; a pipe, device or other non-regular file
+    written in place; otherwise a temporary sibling of the file (of a symlink's target) renamed onto
+    it only when complete. Errors name `output` as the user gave it."""
     if output == "-":
         yield sys.stdout
         return
-    target = Path(output)
-    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent if str(target.parent) else ".")
+    if is_stream(output):
+        try:
+            stream = open(output, "w", encoding="utf-8")  # noqa: SIM115 (closed by the `with` below)
+        except OSError as error:
+            raise BabelinkError(f"{output}: cannot write: {error.strerror}") from None
+        with stream:
+            yield stream
+        return
+    target = Path(os.path.realpath(output))
+    try:
+        handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    except OSError as error:
+        raise BabelinkError(f"{output}: cannot write: {error.strerror}") from None
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
             yield stream
+        os.chmod(temporary, 0o644)
         os.replace(temporary, target)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from babelink.cli.options import IndexKind, KbFormatOption, Retriever
+from babelink.fsutil import refuse_same_file
 from babelink.lang import parse_languages
 
 
@@ -54,6 +55,7 @@ def build(
     from babelink.kb.readers import read_kb
     from babelink.progress import progress_bar
 
+    refuse_same_file(out, [kb, spans_from, dft_from], "--out")
     languages = parse_languages(lang)
     knowledge_base = read_kb(kb, kb_format, languages=languages, sources=source, term_types=term_type)
     source_info = {"path": str(kb.absolute()), "format": kb_format, "languages": sorted(languages or []),

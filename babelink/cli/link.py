@@ -10,6 +10,7 @@ import typer
 
 from babelink.cli.options import BundleOption, FilterOption, counted
 from babelink.errors import InvalidInputError
+from babelink.fsutil import refuse_same_file
 
 
 class LinkFormat(str, Enum):
@@ -90,8 +91,7 @@ def link(
         raise InvalidInputError("give texts as arguments or --input FILE, not both or neither")
     if output_format is LinkFormat.brat and output == "-":
         raise InvalidInputError("--format brat writes a directory: give --output DIR")
-    if input_path not in (None, "-") and output != "-" and Path(input_path).resolve() == Path(output).resolve():
-        raise InvalidInputError("--output must not be the --input file")
+    refuse_same_file(output, [input_path])
     if ner is not None and engine is Engine.ray:
         raise InvalidInputError("--ner runs with --engine local only")
     done = completed_ids(output, output_format.value, overwrite)

@@ -12,6 +12,7 @@ import typer
 
 from babelink.cli.options import BundleOption
 from babelink.errors import InvalidInputError
+from babelink.fsutil import refuse_same_file
 
 
 class OutputFormat(str, Enum):
@@ -40,6 +41,7 @@ def normalize(
 
     if bool(mentions) == bool(input_path):
         raise InvalidInputError("give mentions as arguments or --input FILE, not both or neither")
+    refuse_same_file(output, [input_path])
     for mention in mentions or ():
         if not mention.strip():
             raise InvalidInputError("empty mention given as an argument")

@@ -10,6 +10,7 @@ import typer
 
 from babelink.cli.options import BundleOption, InitOption, KbFormatOption
 from babelink.errors import InvalidInputError
+from babelink.fsutil import refuse_same_file
 from babelink.lang import parse_languages
 
 app = typer.Typer(no_args_is_help=True,
@@ -68,6 +69,7 @@ def train_sap(
     from babelink.train.pairs import sap_pairs
     from babelink.train.sap import SapConfig, SapTrainer
 
+    refuse_same_file(out, [kb, mentions_from, *(pairs or ())], "--out")
     if kb is None and not pairs:
         raise InvalidInputError("give --kb (synonyms or, with --mentions-from, task pairs) and/or --pairs")
     if eval_set is not None and (kb is None or eval_data is None):
@@ -144,6 +146,7 @@ def train_filter(
     from babelink.progress import progress_bar
     from babelink.train.context_filter import FilterTrainingConfig, fit_filter
 
+    refuse_same_file(out, [train, dev], "--out")
     config = FilterTrainingConfig(window=window, learning_rate=learning_rate, epochs=epochs, batch_size=batch_size,
                                   max_negatives_per_positive=negatives, layers=layers, max_minutes=max_minutes,
                                   seed=seed)
@@ -188,6 +191,7 @@ def train_ner(
     from babelink.progress import progress_bar
     from babelink.train import ner
 
+    refuse_same_file(out, [train, dev], "--out")
     documents = list(read_documents(train))
     config = ner.NerTrainingConfig(types=tuple(types) if types else None, learning_rate=learning_rate,
                                    head_learning_rate=head_learning_rate, as_type=as_type, epochs=epochs,
@@ -220,4 +224,5 @@ def train_interpolate(
     from babelink.encoders import resolve_checkpoint
     from babelink.train.interpolate import interpolate_checkpoints
 
+    refuse_same_file(out, [trained], "--out")
     typer.echo(f"wrote {interpolate_checkpoints(resolve_checkpoint(init)[0], trained, weight, out)}", err=True)

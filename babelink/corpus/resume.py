@@ -15,15 +15,18 @@ from pathlib import Path
 from typing import TextIO
 
 from babelink.errors import InputFormatError
+from babelink.fsutil import is_stream
 from babelink.link.mentions import LinkedDocument
 
 RESUMABLE_FORMATS = ("jsonl", "brat")
 
 
 def completed_ids(output: str, output_format: str, overwrite: bool = False) -> set[str]:
-    """Ids of the documents an earlier run already wrote to `output` (none for stdout, for
-    whole-file formats, or with `overwrite`). Truncates a JSONL output's partial last line."""
-    if overwrite or output == "-" or output_format not in RESUMABLE_FORMATS or not Path(output).exists():
+    """Ids of the documents an earlier run already wrote to `output` (none for stdout, a pipe or
+    device, for whole-file formats, or with `overwrite`). Truncates a JSONL output's partial last line."""
+    if overwrite or output == "-" or output_format not in RESUMABLE_FORMATS:
+        return set()
+    if is_stream(output) or not Path(output).exists():
         return set()
     return resume_jsonl(Path(output)) if output_format == "jsonl" else brat_ids(Path(output))
 
