@@ -13,6 +13,7 @@ import typer
 from babelink.cli.options import BundleOption
 from babelink.errors import InvalidInputError
 from babelink.fsutil import refuse_same_file
+from babelink.retrieve.candidate import MAX_TOP_K
 
 
 class OutputFormat(str, Enum):
@@ -26,7 +27,7 @@ def normalize(
     input_path: Annotated[str | None, typer.Option(
         "--input", "-i", help="File with one mention per line; '-' for stdin.")] = None,
     output: Annotated[str, typer.Option("--output", "-o", help="Output file; '-' for stdout.")] = "-",
-    top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, help="Concepts per mention.")] = 5,
+    top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, max=MAX_TOP_K, help="Concepts per mention.")] = 5,
     output_format: Annotated[OutputFormat, typer.Option(
         "--format", help="jsonl: one object per mention; tsv: one row per candidate.")] = OutputFormat.jsonl,
     ngram_threshold: Annotated[float | None, typer.Option(

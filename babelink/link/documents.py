@@ -27,7 +27,7 @@ from babelink.formats.document import Document
 from babelink.link.context_filter import ContextFilter, filter_window
 from babelink.link.mentions import LinkedDocument, LinkedMention
 from babelink.link.ngram_search import ngram_search
-from babelink.retrieve.candidate import Candidate, CandidateGenerator
+from babelink.retrieve.candidate import Candidate, CandidateGenerator, check_top_k
 from babelink.text import normalize_name
 
 #: Longest document `link` accepts; a larger one is rejected with a clear error, not paged in.
@@ -51,6 +51,9 @@ class LinkParams:
     overlap: str = "longest"
     top_k: int = 5
     resolve_abbreviations: bool = True
+
+    def __post_init__(self):
+        check_top_k(self.top_k)
 
 
 @dataclass

@@ -16,7 +16,7 @@ from babelink.link.context_filter import ContextFilter
 from babelink.link.documents import DocumentLinker, LinkParams
 from babelink.link.mentions import LinkedDocument
 from babelink.link.ngram_search import LinkedPart, ngram_search
-from babelink.retrieve.candidate import Candidate, CandidateGenerator
+from babelink.retrieve.candidate import Candidate, CandidateGenerator, check_top_k
 from babelink.retrieve.factory import generator_for
 from babelink.text import normalized_mention
 
@@ -101,8 +101,7 @@ class Linker:
 
     def normalize_stream(self, mentions: Iterable[str], top_k: int = 5) -> Iterator[tuple[str, list[Candidate]]]:
         """Lazily normalise an iterable of any length, batch by batch: `(mention, candidates)`."""
-        if top_k < 1:
-            raise ValueError(f"top_k must be at least 1, got {top_k}")
+        check_top_k(top_k)
         for batch in batched(mentions, self.BATCH_SIZE):
             yield from zip(batch, self._normalize_batch(batch, top_k))
 
@@ -123,6 +122,7 @@ class Linker:
         """The mention's linked parts by the n-gram search loop (002 §4.4.1): the whole mention
         when its best concept scores at least `threshold`, else its best-scoring n-grams."""
         normalized_mention(mention)  # validates
+        check_top_k(top_k)
         return ngram_search(self.generator, mention, threshold, top_k)
 
     def _normalize_batch(self, mentions: Sequence[str], top_k: int) -> list[list[Candidate]]:

@@ -10,6 +10,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from babelink.errors import InvalidInputError
+
+#: Candidates per mention anyone may ask for: generators search several times as many name strings
+#: per mention, so an unbounded `top_k` is an unbounded allocation, and past a hundred the ranks
+#: carry no information.
+MAX_TOP_K = 100
+
+
+def check_top_k(top_k: int) -> int:
+    if not isinstance(top_k, int) or isinstance(top_k, bool) or not 1 <= top_k <= MAX_TOP_K:
+        raise InvalidInputError(f"top_k must be an integer from 1 to {MAX_TOP_K}, got {top_k!r}")
+    return top_k
+
 
 @dataclass(frozen=True, slots=True)
 class Candidate:

@@ -7,8 +7,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
-#: Candidates per mention a request may ask for: the generators search 4× as many name strings.
-MAX_TOP_K = 100
+from babelink.retrieve.candidate import MAX_TOP_K
 
 
 class _Strict(BaseModel):

@@ -5,7 +5,9 @@ import pytest
 from babelink.bundle.store import MANIFEST, build_bundle, load_bundle
 from babelink.errors import BundleError, InvalidInputError
 from babelink.kb.base import KnowledgeBaseBuilder
+from babelink.link.documents import LinkParams
 from babelink.link.linker import Linker
+from babelink.retrieve.candidate import MAX_TOP_K
 
 
 @pytest.fixture
@@ -99,8 +101,12 @@ def test_bad_mentions_raise_specific_errors(kb, tmp_path):
         linker.normalize("")
     with pytest.raises(InvalidInputError, match="exceeds"):
         linker.normalize("x" * 1_000_000)
-    with pytest.raises(ValueError, match="top_k"):
-        linker.normalize("asthma", top_k=0)
+    for top_k in (0, MAX_TOP_K + 1, 1_000_000_000, 2.5):
+        with pytest.raises(InvalidInputError, match=f"top_k must be an integer from 1 to {MAX_TOP_K}"):
+            linker.normalize("asthma", top_k=top_k)
+    assert len(linker.normalize("asthma", top_k=MAX_TOP_K)) >= 1
+    with pytest.raises(InvalidInputError, match="top_k"):
+        LinkParams(top_k=10**9)
 
 
 def test_empty_kb_is_refused(tmp_path):

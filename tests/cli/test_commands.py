@@ -222,3 +222,8 @@ def test_normalize_jsonl_context_resolves_defined_abbreviations(bundle, tmp_path
     assert (
         result.returncode == 1 and 'bad.jsonl:1: expected a JSON string or an object with a "mention"' in result.stderr
     )
+
+
+def test_top_k_beyond_the_cap_is_a_clear_error(bundle):
+    result = babelink("normalize", "--bundle", bundle, "asthma", "--top-k", "1000000000")
+    assert result.returncode != 0 and "--top-k" in result.stderr and "Traceback" not in result.stderr
