@@ -17,6 +17,7 @@ import json
 import shutil
 import tempfile
 import time
+import zipfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from importlib.metadata import version
@@ -169,6 +170,8 @@ def _write_indexes(kb, directory: Path, sparse_params, encoder, dense_params, pr
     directory.mkdir(exist_ok=True)
     files = save_kb(kb, directory / "kb")
     names = NameTable.from_kb(kb)
+    if len(names) == 0:
+        raise BabelinkError("no name in the knowledge base has a letter or digit: nothing to index")
     for part in ("names", "sparse"):
         (directory / part).mkdir()
     files += names.save(directory / "names")
@@ -194,6 +197,9 @@ def read_manifest(path: str | Path) -> dict:
     if not isinstance(manifest, dict) or manifest.get("format_version") != FORMAT_VERSION:
         found = manifest.get("format_version") if isinstance(manifest, dict) else None
         raise BundleError(f"{path}: bundle format {found!r}, this babelink reads format {FORMAT_VERSION}; rebuild it")
+    for field, kind in (("files", dict), ("kb", dict)):
+        if not isinstance(manifest.get(field), kind):
+            raise BundleError(f"{path / MANIFEST}: field {field!r} is missing or malformed; rebuild the bundle")
     return manifest
 
 
@@ -201,7 +207,14 @@ def load_bundle(path: str | Path, *, verify: bool = True) -> Bundle:
     """Load a bundle; with `verify`, every file's SHA-256 and the counts must match the manifest."""
     path = Path(path)
     manifest = read_manifest(path)
-    files = manifest.get("files", {})
+    files = manifest["files"]
+    unlisted = sorted(
+        file.relative_to(path).as_posix()
+        for file in path.rglob("*")
+        if file.is_file() and file.name != MANIFEST and file.relative_to(path).as_posix() not in files
+    )
+    if unlisted:
+        raise BundleError(f"{path}: file {unlisted[0]} is not in the manifest; rebuild the bundle")
     for relative, expected in files.items():
         file = path / relative
         if not file.is_file():
@@ -221,7 +234,7 @@ def _load_indexes(path: Path, manifest: dict, counts: dict) -> Bundle:
         names = NameTable.load(path / "names")
         sparse = TfidfNameIndex.load(path / "sparse")
         dense = DenseNameIndex.load(path / "dense") if "dense" in manifest else None
-    except (OSError, ValueError, KeyError, BabelinkError) as error:
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile, BabelinkError) as error:
         raise BundleError(f"{path}: cannot load bundle: {error}") from None
     found = {"concepts": len(kb), "names": kb.num_names, "strings": len(names)}
     for field, count in found.items():

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from babelink.errors import BabelinkError, InputFormatError
 from babelink.kb.base import KnowledgeBase
+from babelink.text import normalize_name
 
 FORMATS = ("umls", "ctd", "obo", "tsv", "jsonl", "parquet")
 
@@ -40,13 +41,23 @@ def read_kb(
     sources: Collection[str] | None = None,
     term_types: Collection[str] | None = None,
 ) -> KnowledgeBase:
-    """Read a KB in any supported format; `sources` / `term_types` apply to UMLS only."""
+    """Read a KB in any supported format; `sources` / `term_types` apply to UMLS only. A KB that
+    ends up with no concepts, or with no name that has a letter or digit, is an error naming the file."""
     path = Path(path)
     if not path.exists():
         raise InputFormatError(path, None, "no such file or directory")
     kb_format = kb_format or infer_format(path)
     if (sources or term_types) and kb_format != "umls":
         raise BabelinkError("--source and --term-type filter UMLS MRCONSO files only")
+    kb = _read(path, kb_format, languages, sources, term_types)
+    if len(kb) == 0:
+        raise InputFormatError(path, None, "no concepts read (check the --lang, --source and --term-type filters)")
+    if not any(normalize_name(name) for name in kb.names.column("name").to_pylist()):
+        raise InputFormatError(path, None, "no name has a letter or digit: nothing to search")
+    return kb
+
+
+def _read(path: Path, kb_format: str, languages, sources, term_types) -> KnowledgeBase:
     if kb_format == "umls":
         from babelink.kb.umls import read_umls
 

@@ -37,12 +37,16 @@ def read_tsv(path: str | Path, *, languages: frozenset[str] | None = None, defau
             continue
         cells = line.split("\t")
         if header is None:
-            header = {cell.strip().lower(): position for position, cell in enumerate(cells)}
+            columns = [cell.strip().lower() for cell in cells]
+            repeated = next((column for column in columns if columns.count(column) > 1), None)
+            if repeated is not None:
+                raise InputFormatError(path, number, f"column {repeated!r} appears more than once in the header")
+            header = {column: position for position, column in enumerate(columns)}
             id_column = next((alias for alias in _ID_ALIASES if alias in header), None)
             if id_column is None or "name" not in header:
                 raise InputFormatError(path, number, "header must name an 'id' and a 'name' column")
             continue
-        if len(cells) < len(header):
+        if len(cells) < len(header) or any(cell.strip() for cell in cells[len(header):]):
             raise InputFormatError(path, number, f"expected {len(header)} tab-separated fields, found {len(cells)}")
         row = {column: cells[position].strip() for column, position in header.items()}
         concept_id, name = row[id_column], row["name"]

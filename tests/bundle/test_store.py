@@ -112,3 +112,20 @@ def test_bad_mentions_raise_specific_errors(kb, tmp_path):
 def test_empty_kb_is_refused(tmp_path):
     with pytest.raises(Exception, match="no concepts"):
         build_bundle(KnowledgeBaseBuilder().build(), tmp_path / "bundle", retriever="sparse")
+
+
+@pytest.mark.parametrize("damage", ["manifest without kb", "unlisted file", "unlisted truncated npz"])
+def test_bundle_damage_outside_the_checksums_is_reported(kb, tmp_path, damage):
+    path = build_bundle(kb, tmp_path / "bundle", retriever="sparse")
+    manifest = json.loads((path / MANIFEST).read_text())
+    if damage == "manifest without kb":
+        del manifest["kb"]
+    elif damage == "unlisted file":
+        (path / "names" / "extra.parquet").write_bytes(b"stray")
+    else:
+        npz = next(name for name in manifest["files"] if name.endswith(".npz"))
+        del manifest["files"][npz]
+        (path / npz).write_bytes((path / npz).read_bytes()[:100])
+    (path / MANIFEST).write_text(json.dumps(manifest))
+    with pytest.raises(BundleError, match="is missing or malformed|is not in the manifest"):
+        load_bundle(path)

@@ -97,6 +97,41 @@ def test_tsv_reader(tmp_path):
         read_tsv(write(tmp_path / "bad.tsv", "id\tname\tpreferred\nX1\tFever\tmaybe\n"))
 
 
+@pytest.mark.parametrize(
+    ("content", "line", "message"),
+    [
+        ("id\tname\tname\nC1\tasthma\tasma\n", 1, "column 'name' appears more than once"),
+        ("id\tname\nC1\tasthma\tstray\n", 2, "expected 2 tab-separated fields, found 3"),
+        ("id\tname\nC1\tasthma\n", None, None),
+        ("id\tname\nC1\tasthma\t\n", None, None),  # a trailing tab is no extra column
+    ],
+)
+def test_tsv_reader_rejects_malformed_headers_and_rows(tmp_path, content, line, message):
+    path = tmp_path / "kb.tsv"
+    path.write_text(content)
+    if message is None:
+        assert len(read_tsv(path)) == 1
+        return
+    with pytest.raises(InputFormatError, match=message) as caught:
+        read_tsv(path)
+    assert f"{path}:{line}" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("id\tname\nC1\t---\nC2\t!?\n", "no name has a letter or digit"),
+        ("id\tname\tlang\nC1\tasma\tes\n", "no concepts read"),
+    ],
+)
+def test_kb_that_leaves_nothing_to_search_names_the_file(tmp_path, content, message):
+    path = tmp_path / "kb.tsv"
+    path.write_text(content)
+    with pytest.raises(InputFormatError, match=message) as caught:
+        read_kb(path, languages=frozenset({"en"}))
+    assert str(path) in str(caught.value)
+
+
 def test_jsonl_reader(tmp_path):
     path = write(
         tmp_path / "vocab.jsonl",
