@@ -58,12 +58,13 @@ def write_text_atomic(path: Path, text: str) -> None:
 
 
 def is_stream(path: str | Path) -> bool:
-    """Whether `path` names something that exists and is not a regular file (a terminal, a pipe,
-    `/dev/stdout`, a process substitution): written in place, since it cannot be replaced."""
+    """Whether `path` names something that exists and is neither a regular file nor a directory (a
+    terminal, a pipe, `/dev/stdout`, a process substitution): written in place, it cannot be replaced."""
     try:
-        return not stat.S_ISREG(os.stat(path).st_mode)
+        mode = os.stat(path).st_mode
     except OSError:
         return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
 def refuse_same_file(output: str | Path, inputs: Iterable[str | Path | None], option: str = "--output") -> None:
