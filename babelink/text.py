@@ -71,3 +71,22 @@ def normalized_mention(mention: object) -> str:
     if not normalized:
         raise InvalidInputError(f"mention {mention!r} is empty after normalisation")
     return normalized
+
+
+#: Longest word that counts as a short capitals form ("IS", "WAS", "ALL", "AIDS", "COPD").
+MAX_CAPITALS_CHARS = 5
+
+
+def is_short_capitals(name: str) -> bool:
+    """A single word of at most `MAX_CAPITALS_CHARS` letters or digits, its letters all capitals.
+
+    Case folding makes such KB names ("IS": immune suppression, "AS": Angelman syndrome) equal to
+    function words, so a name string the KB writes only this way matches only mentions that are
+    themselves written in capitals (`written_in_capitals`)."""
+    name = name.strip()
+    return len(name) <= MAX_CAPITALS_CHARS and name.isalnum() and name.isupper()
+
+
+def written_in_capitals(mention: str) -> bool:
+    """Whether a mention has cased letters and all of them are capitals ("IS", "COPD-2", "ALS")."""
+    return mention.isupper()

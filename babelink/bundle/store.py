@@ -34,7 +34,8 @@ from babelink.kb.base import KnowledgeBase
 from babelink.kb.store import load_kb, save_kb
 from babelink.retrieve.generators import HybridParams
 
-FORMAT_VERSION = 3  # 3: names and mentions fold traditional Han to simplified
+#: 3: traditional Han folded to simplified; 4: name strings flag KB spellings that are short capitals only.
+FORMAT_VERSION = 4
 MANIFEST = "manifest.json"
 RETRIEVERS = ("sparse", "dense", "hybrid")
 DFT_DOCUMENTS = "dft_documents.txt"

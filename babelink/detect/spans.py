@@ -33,10 +33,11 @@ class Span:
 
 
 def enumerate_spans(text: str, tokens: Sequence[Token], stopwords: frozenset[str],
-                    params: SpanParams = SpanParams()) -> list[Span]:
+                    params: SpanParams = SpanParams(), never_alone: frozenset[str] = frozenset()) -> list[Span]:
     """All spans within budget that cross no barrier (`joinable`) and neither start nor end
-    with a stop word, in text order."""
+    with a stop word, in text order; a word in `never_alone` is no span by itself."""
     is_stop = [token.text.casefold() in stopwords and not is_acronym(token.text) for token in tokens]
+    alone_excluded = [token.text.casefold() in never_alone and not is_acronym(token.text) for token in tokens]
     spans = []
     for first, token in enumerate(tokens):
         if is_stop[first]:
@@ -52,6 +53,8 @@ def enumerate_spans(text: str, tokens: Sequence[Token], stopwords: frozenset[str
             if words > params.max_words or chars > params.max_chars:
                 break
             if is_stop[last] or (chars == 0 and tokens[last].end - token.start < params.min_chars):
+                continue
+            if last == first and alone_excluded[first]:
                 continue
             spans.append(Span(token.start, tokens[last].end, text[token.start : tokens[last].end]))
     return spans

@@ -51,11 +51,12 @@ def protected_words(names: Iterable[str]) -> frozenset[str]:
 
 
 class BoundaryStopwords:
-    """Stop words per language, minus a KB's protected words; guesses the language when unknown."""
+    """Stop words per language, minus a KB's protected words (`guess_language` when unknown)."""
 
     def __init__(self, protected: frozenset[str] = frozenset()):
         self.protected = protected
         self._by_lang: dict[str, frozenset[str]] = {}
+        self._protected_by_lang: dict[str, frozenset[str]] = {}
 
     def for_language(self, lang: str | None) -> frozenset[str]:
         if lang is None:
@@ -64,9 +65,14 @@ class BoundaryStopwords:
             self._by_lang[lang] = _stopwords(lang.lower()) - self.protected
         return self._by_lang[lang]
 
-    def for_tokens(self, tokens: Sequence[Token], lang: str | None = None) -> frozenset[str]:
-        """The stop words of `lang`, or of the language guessed from `tokens` when it is None."""
-        return self.for_language(lang or guess_language(tokens))
+    def protected_in(self, lang: str | None) -> frozenset[str]:
+        """The stop words of `lang` that the KB protects: they may open or close a span ("high
+        blood pressure") but never make one alone ("is", "as" where a KB writes "IS", "AS")."""
+        if lang is None:
+            return frozenset()
+        if lang not in self._protected_by_lang:
+            self._protected_by_lang[lang] = _stopwords(lang.lower()) & self.protected
+        return self._protected_by_lang[lang]
 
 
 def guess_language(tokens: Sequence[Token]) -> str | None:

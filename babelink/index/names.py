@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from babelink.kb.base import KnowledgeBase
-from babelink.text import normalize_name
+from babelink.text import is_short_capitals, normalize_name
 
 STRINGS_FILE = "strings.parquet"
 LINKS_FILE = "string_concepts.npz"
@@ -22,13 +22,17 @@ LINKS_FILE = "string_concepts.npz"
 
 class NameTable:
     """`strings[i]` (normalised) was written `surfaces[i]` in the KB and names
-    `concept_rows[offsets[i]:offsets[i + 1]]` (rows of the KB concept table)."""
+    `concept_rows[offsets[i]:offsets[i + 1]]` (rows of the KB concept table). `capitals_only[i]`
+    says the KB writes string i only as a short capitals form (`text.is_short_capitals`): it
+    matches only mentions written in capitals."""
 
-    def __init__(self, strings: list[str], surfaces: list[str], offsets: np.ndarray, concept_rows: np.ndarray):
+    def __init__(self, strings: list[str], surfaces: list[str], offsets: np.ndarray, concept_rows: np.ndarray,
+                 capitals_only: np.ndarray):
         self.strings = strings
         self.surfaces = surfaces
         self.offsets = offsets
         self.concept_rows = concept_rows
+        self.capitals_only = capitals_only
         self._row_of_string: dict[str, int] | None = None
 
     def __len__(self) -> int:
@@ -59,11 +63,14 @@ class NameTable:
         is_preferred = preferred[pairs[:, 1]] == pairs[:, 0]
         pairs = pairs[np.lexsort((pairs[:, 1], ~is_preferred, pairs[:, 0]))]
         offsets = np.searchsorted(pairs[:, 0], np.arange(len(encoded.dictionary) + 1)).astype(np.int64)
+        capitals_only = np.ones(len(encoded.dictionary), dtype=bool)
+        np.logical_and.at(capitals_only, string_ids, [is_short_capitals(name) for name in kept_names])
         return cls(
             strings=encoded.dictionary.to_pylist(),
             surfaces=kept_names[first_row].tolist(),
             offsets=offsets,
             concept_rows=pairs[:, 1].astype(np.int32),
+            capitals_only=capitals_only,
         )
 
     def concepts_of(self, string_index: int) -> np.ndarray:
@@ -77,7 +84,7 @@ class NameTable:
 
     def save(self, directory: Path) -> list[Path]:
         strings_path, links_path = directory / STRINGS_FILE, directory / LINKS_FILE
-        table = pa.table({"string": self.strings, "surface": self.surfaces})
+        table = pa.table({"string": self.strings, "surface": self.surfaces, "capitals_only": self.capitals_only})
         pq.write_table(table, strings_path, compression="zstd")
         with open(links_path, "wb") as stream:
             np.savez(stream, offsets=self.offsets, concept_rows=self.concept_rows)
@@ -88,4 +95,6 @@ class NameTable:
         table = pq.read_table(directory / STRINGS_FILE, memory_map=True)
         with np.load(directory / LINKS_FILE) as links:
             offsets, concept_rows = links["offsets"], links["concept_rows"]
-        return cls(table.column("string").to_pylist(), table.column("surface").to_pylist(), offsets, concept_rows)
+        capitals_only = table.column("capitals_only").to_numpy(zero_copy_only=False).astype(bool)
+        return cls(table.column("string").to_pylist(), table.column("surface").to_pylist(), offsets, concept_rows,
+                   capitals_only)

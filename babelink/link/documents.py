@@ -20,7 +20,7 @@ from babelink.abbreviations import abbreviation_map
 from babelink.detect import MentionDetector
 from babelink.detect.overlaps import resolve_overlaps
 from babelink.detect.spans import Span, SpanParams, enumerate_spans
-from babelink.detect.stopwords import BoundaryStopwords
+from babelink.detect.stopwords import BoundaryStopwords, guess_language
 from babelink.detect.tokenize import tokenize
 from babelink.errors import InvalidInputError
 from babelink.formats.document import Document
@@ -28,7 +28,7 @@ from babelink.link.context_filter import ContextFilter, filter_window
 from babelink.link.mentions import LinkedDocument, LinkedMention
 from babelink.link.ngram_search import ngram_search
 from babelink.retrieve.candidate import Candidate, CandidateGenerator, check_top_k
-from babelink.text import normalize_name
+from babelink.text import normalize_name, written_in_capitals
 
 #: Longest document `link` accepts; a larger one is rejected with a clear error, not paged in.
 MAX_DOCUMENT_CHARS = 20_000_000
@@ -126,14 +126,15 @@ class DocumentLinker:
             abbreviations = abbreviation_map(segment) if self.params.resolve_abbreviations else {}
             searched = ((span, abbreviations.get(span.text, span.text)) for span in spans)
             per_segment.append(
-                (index, offset, stopwords, [(span, text, normalize_name(text)) for span, text in searched])
+                (index, offset, stopwords, [(span, text, _search_key(text)) for span, text in searched])
             )
-        searched = [key for key in dict.fromkeys(key for *_, spans in per_segment for _, _, key in spans) if key]
+        # Searched once per distinct (normalised string, written in capitals) across the batch.
+        searched = [key for key in dict.fromkeys(key for *_, spans in per_segment for _, _, key in spans) if key[0]]
         floor = self.params.recall_threshold if self.detector is None else float("-inf")
-        recall_scores = {text: candidates[0].score if candidates else 0.0
-                         for text, candidates in zip(searched, self.recall.generate(searched, 1))
+        recall_scores = {key: candidates[0].score if candidates else 0.0
+                         for key, candidates in zip(searched, _generate(self.recall, searched, 1))
                          if (candidates[0].score if candidates else 0.0) >= floor}
-        ranked = dict(zip(recall_scores, self.ranker.generate(list(recall_scores), self.params.top_k)))
+        ranked = dict(zip(recall_scores, _generate(self.ranker, list(recall_scores), self.params.top_k)))
         detector = "spans" if self.detector is None else self.detector.name
         proposals: list[list[Proposal]] = [[] for _ in documents]
         for index, offset, stopwords, spans in per_segment:
@@ -151,25 +152,35 @@ class DocumentLinker:
                             detector,
                         )
                     )
-                elif self.detector is not None and key:
+                elif self.detector is not None and key[0]:
                     proposals[index] += self._linked_ngrams(span, offset, detector, stopwords)
         return proposals
 
     def _spans(self, segments) -> list[tuple[frozenset[str], list[Span]]]:
         """Each segment's stop words and candidate spans: the detector's, or all enumerated."""
         tokens = [tokenize(segment) for _, _, segment, _ in segments]
-        stopwords = [self.stopwords.for_tokens(found, lang) for found, (_, _, _, lang) in zip(tokens, segments)]
+        langs = [lang or guess_language(found) for found, (_, _, _, lang) in zip(tokens, segments)]
+        stopwords = [self.stopwords.for_language(lang) for lang in langs]
         if self.detector is not None:
             found = self.detector.detect([segment for _, _, segment, _ in segments])
             return [(stop, [Span(start, end, segment[start:end]) for start, end in spans])
                     for (_, _, segment, _), stop, spans in zip(segments, stopwords, found)]
-        return [(stop, enumerate_spans(segment, segment_tokens, stop, self.params.spans))
-                for (_, _, segment, _), segment_tokens, stop in zip(segments, tokens, stopwords)]
+        return [(stop, enumerate_spans(segment, segment_tokens, stop, self.params.spans,
+                                       self.stopwords.protected_in(lang)))
+                for (_, _, segment, _), segment_tokens, stop, lang in zip(segments, tokens, stopwords, langs)]
 
     def _linked_ngrams(self, span: Span, offset: int, detector: str, stopwords: frozenset[str]) -> list[Proposal]:
         parts = ngram_search(self.ranker, span.text, self.params.link_threshold, self.params.top_k, stopwords)
         return [Proposal(span.start + offset + part.start, span.start + offset + part.end, part.text, part.text,
                          part.candidates, None, f"{detector}+ngrams") for part in parts]
+
+
+def _search_key(text: str) -> tuple[str, bool]:
+    return normalize_name(text), written_in_capitals(text)
+
+
+def _generate(generator: CandidateGenerator, keys: list[tuple[str, bool]], top_k: int) -> list[list[Candidate]]:
+    return generator.generate([text for text, _ in keys], top_k, [capitals for _, capitals in keys])
 
 
 def check_document(doc_id: str, text: object) -> str:

@@ -18,7 +18,7 @@ from babelink.link.mentions import LinkedDocument
 from babelink.link.ngram_search import LinkedPart, ngram_search
 from babelink.retrieve.candidate import Candidate, CandidateGenerator, check_top_k
 from babelink.retrieve.factory import generator_for
-from babelink.text import normalized_mention
+from babelink.text import normalized_mention, written_in_capitals
 
 _LINK_PARAMS = frozenset(field.name for field in fields(LinkParams))
 
@@ -127,8 +127,9 @@ class Linker:
 
     def _normalize_batch(self, mentions: Sequence[str], top_k: int) -> list[list[Candidate]]:
         """Each distinct normalised string is searched once per batch: repeats are common in corpora."""
-        normalized = [normalized_mention(mention) for mention in mentions]
-        unique = list(dict.fromkeys(normalized))
-        answers = dict(zip(unique, self.generator.generate(unique, top_k)))
-        return [answers[key] for key in normalized]
+        keys = [(normalized_mention(mention), written_in_capitals(mention)) for mention in mentions]
+        unique = list(dict.fromkeys(keys))
+        found = self.generator.generate([text for text, _ in unique], top_k, [capitals for _, capitals in unique])
+        answers = dict(zip(unique, found))
+        return [answers[key] for key in keys]
 

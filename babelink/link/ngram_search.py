@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 
 from babelink.retrieve.candidate import Candidate, CandidateGenerator
-from babelink.text import normalize_name
+from babelink.text import normalize_name, written_in_capitals
 
 _TOKEN = re.compile(r"\S+")
 
@@ -38,7 +38,7 @@ def ngram_search(generator: CandidateGenerator, mention: str, threshold: float, 
                  stopwords: frozenset[str] = frozenset()) -> list[LinkedPart]:
     """The linked parts of `mention`, in text order: the whole mention when it reaches
     `threshold`, otherwise its best n-grams (possibly none)."""
-    [whole] = generator.generate([normalize_name(mention)], top_k)
+    [whole] = generator.generate([normalize_name(mention)], top_k, [written_in_capitals(mention)])
     if whole and whole[0].score >= threshold:
         return [LinkedPart(0, len(mention), mention, whole)]
     tokens = [(match.start(), match.end()) for match in _TOKEN.finditer(mention)]
@@ -54,7 +54,9 @@ def ngram_search(generator: CandidateGenerator, mention: str, threshold: float, 
         scored = [
             (candidates[0].score, gram, text, candidates)
             for gram, text, candidates in zip(
-                grams, texts, generator.generate([normalize_name(t) for t in texts], top_k)
+                grams,
+                texts,
+                generator.generate([normalize_name(t) for t in texts], top_k, [written_in_capitals(t) for t in texts]),
             )
             if candidates and candidates[0].score >= threshold
         ]

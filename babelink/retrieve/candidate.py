@@ -56,6 +56,9 @@ class Candidate:
 
 
 class CandidateGenerator(Protocol):
-    def generate(self, normalized: Sequence[str], top_k: int) -> list[list[Candidate]]:
-        """For each normalised mention, at most `top_k` concepts, best first."""
+    def generate(self, normalized: Sequence[str], top_k: int,
+                 capitals: Sequence[bool] | None = None) -> list[list[Candidate]]:
+        """For each normalised mention, at most `top_k` concepts, best first. `capitals[i]` says
+        whether mention i was written in capitals (`text.written_in_capitals`; None: all were):
+        a KB name written only in short capitals ("IS", "AS") matches only such mentions."""
         ...

@@ -34,13 +34,17 @@ class _StringHitAggregator:
         top_k: int,
         sparse_scores: Sequence[float] | None = None,
         dense_scores: Sequence[float] | None = None,
+        capitals: bool = True,
     ) -> list[Candidate]:
-        """`string_rows` ranked best first; `sparse_scores`/`dense_scores` (aligned) are reported as such."""
+        """`string_rows` ranked best first; `sparse_scores`/`dense_scores` (aligned) are reported as such.
+        Unless the mention is written in `capitals`, strings the KB writes only in short capitals are skipped."""
         ranked: list[Candidate] = []
         seen: set[int] = set()
         for position, (string_row, score) in enumerate(zip(string_rows, scores)):
             if string_row < 0 or score < self.threshold:
                 break
+            if not capitals and self.names.capitals_only[string_row]:
+                continue
             for concept_row in self.names.concepts_of(string_row):
                 if concept_row in seen:
                     continue
@@ -67,11 +71,12 @@ class ExactMatchGenerator:
         self._aggregate = _StringHitAggregator(kb, names)
         self._names = names
 
-    def generate(self, normalized: Sequence[str], top_k: int) -> list[list[Candidate]]:
+    def generate(self, normalized: Sequence[str], top_k: int,
+                 capitals: Sequence[bool] | None = None) -> list[list[Candidate]]:
         results = []
-        for mention in normalized:
+        for mention, in_capitals in zip(normalized, _capitals(capitals, normalized)):
             row = self._names.lookup(mention)
-            results.append([] if row is None else self._aggregate.concepts([row], [1.0], top_k))
+            results.append([] if row is None else self._aggregate.concepts([row], [1.0], top_k, capitals=in_capitals))
         return results
 
 
@@ -85,13 +90,15 @@ class SparseGenerator:
         self._aggregate = _StringHitAggregator(kb, names, threshold)
         self._index = index
 
-    def generate(self, normalized: Sequence[str], top_k: int) -> list[list[Candidate]]:
+    def generate(self, normalized: Sequence[str], top_k: int,
+                 capitals: Sequence[bool] | None = None) -> list[list[Candidate]]:
         if not normalized:
             return []
         strings, scores = self._index.search(list(normalized), top_k * self.STRINGS_PER_CONCEPT)
+        scores = scores.astype(np.float64)
         return [
-            self._aggregate.concepts(rows, row_scores, top_k)
-            for rows, row_scores in zip(strings, scores.astype(np.float64))
+            self._aggregate.concepts(rows, row_scores, top_k, capitals=in_capitals)
+            for rows, row_scores, in_capitals in zip(strings, scores, _capitals(capitals, normalized))
         ]
 
 
@@ -105,13 +112,17 @@ class DenseGenerator:
         self._index = index
         self._encoder = encoder
 
-    def generate(self, normalized: Sequence[str], top_k: int) -> list[list[Candidate]]:
+    def generate(self, normalized: Sequence[str], top_k: int,
+                 capitals: Sequence[bool] | None = None) -> list[list[Candidate]]:
         if not normalized:
             return []
         vectors = self._encoder.encode(list(normalized))
         strings, scores = self._index.search(vectors, top_k * self.STRINGS_PER_CONCEPT)
         scores = scores.astype(np.float64)
-        return [self._aggregate.concepts(rows, s, top_k, dense_scores=s) for rows, s in zip(strings, scores)]
+        return [
+            self._aggregate.concepts(rows, s, top_k, dense_scores=s, capitals=in_capitals)
+            for rows, s, in_capitals in zip(strings, scores, _capitals(capitals, normalized))
+        ]
 
 
 @dataclass(frozen=True)
@@ -139,9 +150,11 @@ class HybridGenerator:
         self._sparse, self._dense, self._encoder = sparse, dense, encoder
         self.params = params
 
-    def generate(self, normalized: Sequence[str], top_k: int) -> list[list[Candidate]]:
+    def generate(self, normalized: Sequence[str], top_k: int,
+                 capitals: Sequence[bool] | None = None) -> list[list[Candidate]]:
         if not normalized:
             return []
+        in_capitals = _capitals(capitals, normalized)
         pool = max(self.params.pool, top_k * SparseGenerator.STRINGS_PER_CONCEPT)
         sparse_queries = self._sparse.transform(normalized)
         vectors = self._encoder.encode(normalized)
@@ -159,8 +172,13 @@ class HybridGenerator:
         for query in range(len(normalized)):
             hits = order[bounds[query] : bounds[query + 1]]
             results.append(self._aggregate.concepts(string_rows[hits], fused[hits], top_k,
-                                                    sparse_scores[hits], dense_scores[hits]))
+                                                    sparse_scores[hits], dense_scores[hits], in_capitals[query]))
         return results
+
+
+def _capitals(capitals: Sequence[bool] | None, normalized: Sequence[str]) -> Sequence[bool]:
+    """The `capitals` argument of `generate`, with None meaning every mention was in capitals."""
+    return [True] * len(normalized) if capitals is None else capitals
 
 
 def _union_per_query(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -81,6 +81,15 @@ def test_kb_boundary_words_are_protected():
     assert not {"of", "the", "all"} & protected
     stopwords = BoundaryStopwords(protected).for_language("en")
     assert "high" not in stopwords and "the" in stopwords and "of" in stopwords
+    assert "high" in BoundaryStopwords(protected).protected_in("en")
+
+
+def test_protected_stop_words_never_make_a_span_alone():
+    text = "the risk is high blood pressure"
+    spans = {span.text for span in enumerate_spans(text, tokenize(text), frozenset({"the"}),
+                                                    never_alone=frozenset({"is", "high"}))}
+    assert "high blood pressure" in spans and "is high" in spans
+    assert "high" not in spans and "is" not in spans
 
 
 @pytest.mark.parametrize("text, lang", [

@@ -18,6 +18,8 @@ NAMES = {
     "C0004096": ["Asthma", "Asma"],
     "C0015967": ["Fever", "High fever"],
     "C0023449": ["Acute lymphoblastic leukemia", "ALL"],
+    "C0021081": ["Immune suppression", "IS"],
+    "C0009421": ["Coma", "COMA"],
 }
 
 
@@ -128,3 +130,13 @@ def test_linked_document_serialisations(linker):
     annotated = document.as_document("Disease")
     assert annotated.annotations[0] == Annotation(0, 6, "asthma", ("C0004096",), "Disease")
     assert isinstance(annotated, Document)
+
+
+def test_short_capitals_names_match_only_mentions_in_capitals(linker):
+    assert _found(linker.link("The tumor is benign.", lang="en")) == []
+    assert ("IS", "C0021081") in _found(linker.link("Signs of IS were absent.", lang="en"))
+    assert all(c.matched_name != "IS" and c.score < 0.9 for c in linker.normalize("is", top_k=5))
+    assert linker.normalize("IS", top_k=1)[0].concept_id == "C0021081"
+    # a string the KB also writes in lower case matches any case
+    assert linker.normalize("coma", top_k=1)[0].concept_id == "C0009421"
+    assert ("coma", "C0009421") in _found(linker.link("He fell into a coma.", lang="en"))
