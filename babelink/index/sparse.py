@@ -55,7 +55,8 @@ class TfidfNameIndex:
         self._prepare_search()
 
     @staticmethod
-    def _vectorizer(params: TfidfParams, vocabulary: dict[str, int] | None = None) -> TfidfVectorizer:
+    def _vectorizer(params: TfidfParams, vocabulary: dict[str, int] | None = None,
+                    norm: str | None = "l2") -> TfidfVectorizer:
         # min_df=1 and max_df=1.0: every n-gram of every name counts, so a 10-name KB keeps its vocabulary.
         return TfidfVectorizer(
             analyzer=params.analyzer,
@@ -66,6 +67,7 @@ class TfidfNameIndex:
             max_df=1.0,
             dtype=np.float32,
             vocabulary=vocabulary,
+            norm=norm,
         )
 
     @classmethod
@@ -77,13 +79,34 @@ class TfidfNameIndex:
         return cls(params, vectorizer, matrix)
 
     def _prepare_search(self) -> None:
+        self._analyze = self.vectorizer.build_analyzer()
+        self._unnormalised = self._vectorizer(self.params, self.vectorizer.vocabulary_, norm=None)
+        self._unnormalised.idf_ = self.vectorizer.idf_  # validates and sets `vocabulary_`
+        self._unseen_idf = float(self.vectorizer.idf_.max()) + float(np.log(2.0)) if len(self.vectorizer.idf_) else 1.0
         postings = np.bincount(self.matrix.indices, minlength=self.matrix.shape[1])
         limit = max(self.params.min_posting_limit, self.params.max_posting_fraction * self.matrix.shape[0])
         self._selective = sp.diags((postings <= limit).astype(np.float32)).tocsr()
         self._postings = self.matrix.T.tocsr()  # n-grams × strings: an inverted index
 
     def transform(self, strings: list[str]) -> sp.csr_matrix:
-        return self.vectorizer.transform(strings).tocsr()
+        """L2-normalised query vectors over the vocabulary, whose norm also counts the query's
+        n-grams no KB name has: dropping them would let "zzzz fever" score 1.0 against "fever".
+        An unseen n-gram weighs as an n-gram of document frequency 0 would (smooth IDF: ln 2 above
+        the rarest seen n-gram)."""
+        weights = self._unnormalised.transform(strings).tocsr()
+        seen_sq = np.asarray(weights.multiply(weights).sum(axis=1)).ravel()
+        unseen_sq = np.array([self._unseen_weight_sq(string) for string in strings], dtype=np.float64)
+        norms = np.sqrt(seen_sq + unseen_sq)
+        return sp.diags((1.0 / np.where(norms > 0, norms, 1.0)).astype(np.float32)).dot(weights).tocsr()
+
+    def _unseen_weight_sq(self, string: str) -> float:
+        vocabulary = self._unnormalised.vocabulary_
+        counts: dict[str, int] = {}
+        for gram in self._analyze(string):
+            if gram not in vocabulary:
+                counts[gram] = counts.get(gram, 0) + 1
+        tf = [1.0 + np.log(count) if self.params.sublinear_tf else float(count) for count in counts.values()]
+        return float(np.sum(np.square(tf))) * self._unseen_idf**2
 
     def search(self, strings: list[str], k: int) -> tuple[np.ndarray, np.ndarray]:
         """Top-k string indices and cosine scores per query, best first; -1 / 0.0 pad missing hits."""

@@ -34,6 +34,17 @@ def test_name_table_deduplicates_strings_and_keeps_all_concepts():
     assert concept_ids == ["D1", "D5"] and table.surfaces[row] == "Heart attack"
 
 
+def test_name_table_flags_strings_the_kb_writes_only_in_short_capitals(tmp_path):
+    builder = KnowledgeBaseBuilder()
+    for concept_id, name in [("C1", "IS"), ("C2", "COMA"), ("C2", "Coma"), ("C3", "ACHONDROPLASIA"), ("C4", "AS 2")]:
+        builder.add_name(concept_id, name)
+    table = NameTable.from_kb(builder.build())
+    flagged = {string for string, flag in zip(table.strings, table.capitals_only) if flag}
+    assert flagged == {"is"}  # "coma" is also written in lower case; the others are not short single words
+    table.save(tmp_path)
+    assert NameTable.load(tmp_path).capitals_only.tolist() == table.capitals_only.tolist()
+
+
 def test_vocabulary_does_not_collapse_on_a_tiny_kb():
     table = NameTable.from_kb(tiny_kb())
     index = TfidfNameIndex.fit(table.strings)
@@ -110,3 +121,14 @@ def test_shared_names_list_the_concepts_they_are_the_preferred_name_of_first():
     names = NameTable.from_kb(kb)
     ids = kb.concepts.column("concept_id").to_pylist()
     assert [ids[row] for row in names.concepts_of(names.lookup("cancer"))] == ["C3", "C1", "C2"]
+
+
+def test_unseen_ngrams_count_in_the_query_norm(tmp_path):
+    index = TfidfNameIndex.fit(["fever", "asthma", "heart attack"])
+    rows, scores = index.search(["fever", "zzzz fever", "patient had fever"], 1)
+    assert rows[:, 0].tolist() == [0, 0, 0]
+    assert scores[0, 0] == pytest.approx(1.0, abs=1e-5)
+    assert scores[1, 0] < 0.75 and scores[2, 0] < 0.75
+    index.save(tmp_path)
+    reloaded = TfidfNameIndex.load(tmp_path)
+    assert reloaded.search(["zzzz fever"], 1)[1][0, 0] == pytest.approx(scores[1, 0])
