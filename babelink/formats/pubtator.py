@@ -74,11 +74,18 @@ def iter_pubtator(path: str | Path) -> Iterator[Document]:
         fields = line.split("\t")
         if pending is None or fields[0] != pending.pmid:
             raise InputFormatError(path, number, f"line for {fields[0]!r} is outside that document's block")
-        if len(fields) > 1 and _RELATION_TYPE.fullmatch(fields[1]):
+        if _is_relation(fields):
             continue
         pending.annotations.append(_parse_annotation(fields, pending.offset_text, path, number))
     if pending is not None:
         yield pending.build()
+
+
+def _is_relation(fields: list[str]) -> bool:
+    """`PMID<TAB>CID<TAB>D1<TAB>D2[…]`: a word where an annotation has its start offset, and no
+    end offset after it (an annotation whose start is malformed still has one)."""
+    return (len(fields) > 1 and _RELATION_TYPE.fullmatch(fields[1]) is not None
+            and not (len(fields) >= 5 and _OFFSET.fullmatch(fields[2])))
 
 
 def _parse_annotation(fields: list[str], text: str, path: Path, number: int) -> Annotation:

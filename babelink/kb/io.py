@@ -31,9 +31,19 @@ def iter_lines(path: str | Path) -> Iterator[tuple[int, str]]:
         raise InputFormatError(path, None, f"cannot read: {error}") from None
 
 
+#: Longest line read: KB rows and annotation lines are kilobytes, a whole abstract or article a few
+#: hundred; a longer line is a wrong file or a missing line break, and is refused before it fills memory.
+MAX_LINE_BYTES = 16 * 1024 * 1024
+
+
 def iter_stream_lines(stream: BinaryIO, name: str | Path) -> Iterator[tuple[int, str]]:
     """`iter_lines` over an open binary stream (stdin, a member of a zip); `name` goes into errors."""
-    for number, raw in enumerate(stream, start=1):
+    number = 0
+    while raw := stream.readline(MAX_LINE_BYTES + 1):
+        number += 1
+        if len(raw) > MAX_LINE_BYTES:
+            raise InputFormatError(name, number, f"line longer than {MAX_LINE_BYTES // 2**20} MiB: not a text file "
+                                                 "of this format, or its line breaks are missing")
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError as error:

@@ -12,6 +12,7 @@ from babelink.formats.brat import iter_brat, read_brat_document, write_brat
 from babelink.formats.document import Annotation, Document, NormalizationQuery, mentions_from_documents
 from babelink.formats.pubtator import iter_pubtator, write_pubtator
 from babelink.formats.xlbel import read_xlbel
+from babelink.kb import io as kb_io
 
 
 def write(path: Path, content: str | bytes) -> Path:
@@ -131,6 +132,7 @@ def test_pubtator_streams_documents_before_reaching_a_bad_block(tmp_path):
         ("100\t0\t6\tCopper", "101\t0\t6\tCopper", 6),  # annotation of another document
         ("200|a|\n", "200|a|\n200|a|\n", 11),  # second abstract
         ("100|a|", "100|x|", 2),  # neither text nor annotation
+        ("100\t37\t51\t", "100\tx37\t51\t", 5),  # a malformed start is no relation line
     ],
 )
 def test_pubtator_malformed_rows_name_file_and_line(tmp_path, old, new, line):
@@ -139,6 +141,14 @@ def test_pubtator_malformed_rows_name_file_and_line(tmp_path, old, new, line):
     with pytest.raises(InputFormatError) as error:
         list(iter_pubtator(path))
     assert_error_at(error, path, line)
+
+
+def test_an_overlong_line_is_refused_before_it_fills_memory(tmp_path, monkeypatch):
+    monkeypatch.setattr(kb_io, "MAX_LINE_BYTES", 64)
+    path = write(tmp_path / "corpus.txt", PUBTATOR.replace("100|a|", "100|a|" + "x" * 100, 1))
+    with pytest.raises(InputFormatError, match="line longer than") as error:
+        list(iter_pubtator(path))
+    assert_error_at(error, path, 2)
 
 
 def test_pubtator_invalid_utf8_names_the_line(tmp_path):
