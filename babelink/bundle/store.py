@@ -17,6 +17,7 @@ import json
 import shutil
 import tempfile
 import time
+import uuid
 import zipfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -132,6 +133,7 @@ def build_bundle(
         files, strings = _write_indexes(kb, staging, sparse_params, dense_encoder, dense_params, progress)
         manifest = {
             "format_version": FORMAT_VERSION,
+            "build_id": uuid.uuid4().hex,
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "kb": {"source": kb_source or {}, "concepts": len(kb), "names": kb.num_names, "strings": strings,
                    "languages": kb.languages(), "hash": kb.content_hash()},
@@ -198,15 +200,46 @@ def read_manifest(path: str | Path) -> dict:
     if not isinstance(manifest, dict) or manifest.get("format_version") != FORMAT_VERSION:
         found = manifest.get("format_version") if isinstance(manifest, dict) else None
         raise BundleError(f"{path}: bundle format {found!r}, this babelink reads format {FORMAT_VERSION}; rebuild it")
-    for field, kind in (("files", dict), ("kb", dict)):
+    for field, kind in (("files", dict), ("kb", dict), ("build_id", str)):
         if not isinstance(manifest.get(field), kind):
             raise BundleError(f"{path / MANIFEST}: field {field!r} is missing or malformed; rebuild the bundle")
     return manifest
 
 
 def load_bundle(path: str | Path, *, verify: bool = True) -> Bundle:
-    """Load a bundle; with `verify`, every file's SHA-256 and the counts must match the manifest."""
+    """Load a bundle; with `verify`, every file's SHA-256 and the counts must match the manifest.
+
+    A bundle rebuilt in place while it loads (`build_bundle(..., overwrite=True)` swaps in a new
+    directory) could mix the files of two builds. A load therefore counts only when the manifest's
+    `build_id` is the same before and after every file was read; otherwise it starts over."""
     path = Path(path)
+    for _ in range(_LOAD_ATTEMPTS):
+        before = _build_id(path)
+        try:
+            bundle = _load_once(path, verify)
+        except BundleError:
+            if before == _build_id(path):
+                raise  # missing, or stable and damaged: not a bundle being replaced
+        else:
+            if bundle.manifest["build_id"] == _build_id(path):  # no swap since the manifest was read
+                return bundle
+        time.sleep(_RELOAD_PAUSE_SECONDS)
+    raise BundleError(f"{path}: rebuilt {_LOAD_ATTEMPTS} times while loading it; load it when the build is done")
+
+
+#: A load that overlapped an in-place rebuild is retried this often, this far apart.
+_LOAD_ATTEMPTS = 5
+_RELOAD_PAUSE_SECONDS = 0.05
+
+
+def _build_id(path: Path) -> str | None:
+    try:
+        return json.loads((path / MANIFEST).read_text(encoding="utf-8")).get("build_id")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _load_once(path: Path, verify: bool) -> Bundle:
     manifest = read_manifest(path)
     files = manifest["files"]
     unlisted = sorted(

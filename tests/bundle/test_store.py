@@ -1,4 +1,6 @@
 import json
+import threading
+import time
 
 import pytest
 
@@ -129,3 +131,34 @@ def test_bundle_damage_outside_the_checksums_is_reported(kb, tmp_path, damage):
     (path / MANIFEST).write_text(json.dumps(manifest))
     with pytest.raises(BundleError, match="is missing or malformed|is not in the manifest"):
         load_bundle(path)
+
+
+def _kb_of(names: dict[str, str]):
+    builder = KnowledgeBaseBuilder()
+    for concept_id, name in names.items():
+        builder.add_name(concept_id, name)
+    return builder.build()
+
+
+def test_loads_during_in_place_rebuilds_see_one_build(tmp_path):
+    """Two KBs whose rows differ: a load that mixed their files would give "fever" another concept."""
+    builds = [_kb_of({"A1": "fever", "A2": "nausea"}), _kb_of({"B1": "nausea", "B2": "fever", "B3": "asthma"})]
+    path = build_bundle(builds[0], tmp_path / "bundle", retriever="sparse")
+    stop, rebuilt = threading.Event(), []
+
+    def rebuild():
+        while not stop.is_set():
+            build_bundle(builds[len(rebuilt) % 2], path, retriever="sparse", overwrite=True)
+            rebuilt.append(True)
+            time.sleep(0.1)  # rebuilds minutes apart in real use; here often enough to overlap loads
+
+    thread = threading.Thread(target=rebuild)
+    thread.start()
+    try:
+        while len(rebuilt) < 8:  # loads overlap several rebuilds
+            bundle = load_bundle(path)
+            top = Linker(bundle).normalize("fever", top_k=1)[0]
+            assert (top.concept_id, top.matched_name) == (("A1" if len(bundle.kb) == 2 else "B2"), "fever")
+    finally:
+        stop.set()
+        thread.join()
