@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
 import shutil
 import stat
@@ -13,6 +14,29 @@ from pathlib import Path
 from typing import TextIO
 
 from babelink.errors import BabelinkError, InvalidInputError
+
+
+def staging_directory(target: Path) -> Path:
+    """A new empty sibling of `target` to build it in (`.NAME.PID.random`), after removing the
+    staging and retired directories that builds of `target` left when they were killed (their
+    process is gone), which can hold a whole bundle each."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    prefix = f".{target.name}."
+    for leftover in target.parent.glob(f"{glob.escape(prefix)}*"):
+        pid = leftover.name[len(prefix) :].removeprefix("old-").split(".")[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _running(int(pid)) and leftover.is_dir():
+            shutil.rmtree(leftover, ignore_errors=True)
+    return Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}.", dir=target.parent))
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def replace_directory(staging: Path, out: Path) -> None:
@@ -34,7 +58,7 @@ def replace_directory(staging: Path, out: Path) -> None:
 
 def write_directory(target: Path, write: Callable[[Path], None]) -> None:
     """Have `write` fill a temporary sibling of `target`, then swap it in (`replace_directory`)."""
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    staging = staging_directory(target)
     try:
         write(staging)
         replace_directory(staging, target)

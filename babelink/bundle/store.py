@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import tempfile
 import time
 import uuid
 import zipfile
@@ -26,7 +25,7 @@ from pathlib import Path
 
 from babelink.encoders import DEFAULT, Encoder, encoder_from_manifest, manifest_entry, open_encoder
 from babelink.errors import BabelinkError, BundleError
-from babelink.fsutil import replace_directory
+from babelink.fsutil import replace_directory, staging_directory
 from babelink.index.dense import DenseNameIndex, DenseParams, embed_strings
 from babelink.index.names import NameTable
 from babelink.index.sparse import TfidfNameIndex, TfidfParams
@@ -127,8 +126,7 @@ def build_bundle(
         open_encoder(encoder, **(encoder_settings or {})) if retriever != "sparse" else None
     )  # fail fast, before any work
     started = time.perf_counter()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    staging = staging_directory(out)
     try:
         files, strings = _write_indexes(kb, staging, sparse_params, dense_encoder, dense_params, progress)
         manifest = {

@@ -20,7 +20,6 @@ from __future__ import annotations
 import os
 import random
 import shutil
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -32,7 +31,7 @@ import torch
 from babelink.checkpoint import write_settings
 from babelink.encoders.transformer import SETTINGS_FILE, EncoderSettings, TransformerEncoder
 from babelink.errors import BabelinkError
-from babelink.fsutil import write_directory
+from babelink.fsutil import staging_directory, write_directory
 from babelink.train.losses import hard_pairs, multi_similarity_loss
 from babelink.train.optim import adamw_with_linear_schedule
 from babelink.train.pairs import PositivePair
@@ -259,7 +258,7 @@ def _copy_files(source: Path, target: Path) -> None:
 def _write_files(target: Path, write: Callable[[Path], None]) -> None:
     """Write into a temporary sibling, then move each file into `target` (each rename atomic;
     the `resume/` directory beside them is left alone)."""
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    staging = staging_directory(target)
     try:
         write(staging)
         for entry in staging.iterdir():

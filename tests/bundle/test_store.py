@@ -1,4 +1,5 @@
 import json
+import os
 import threading
 import time
 
@@ -162,3 +163,13 @@ def test_loads_during_in_place_rebuilds_see_one_build(tmp_path):
     finally:
         stop.set()
         thread.join()
+
+
+def test_a_build_removes_what_killed_builds_left_behind(kb, tmp_path):
+    dead = 2**22 + 12345  # above the default pid_max: no such process
+    for leftover in (f".bundle.{dead}.x1y2", f".bundle.old-{dead}"):
+        (tmp_path / leftover / "kb").mkdir(parents=True)
+    running = tmp_path / f".bundle.{os.getpid()}.zz"  # a build in progress in this process is left alone
+    running.mkdir()
+    build_bundle(kb, tmp_path / "bundle", retriever="sparse")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["bundle", running.name])
