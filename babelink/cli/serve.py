@@ -29,6 +29,10 @@ def serve(
         "--queue", min=1, help="Requests admitted at once; more get 429 with Retry-After.")] = 32,
     timeout: Annotated[float, typer.Option(
         "--timeout", min=0.001, help="Seconds per request, queueing included; then 503.")] = 30.0,
+    max_connections: Annotated[int, typer.Option(
+        "--max-connections", min=1, help="Open connections, idle ones included; more get 503.")] = 256,
+    keep_alive: Annotated[float, typer.Option(
+        "--keep-alive", min=0.1, help="Seconds an idle keep-alive connection stays open.")] = 5.0,
 ) -> None:
     """Serve normalize and link over HTTP: REST API (OpenAPI at /docs) and a viewer page at /."""
     import uvicorn
@@ -39,4 +43,5 @@ def serve(
     linker = Linker.open(bundle, filter=context_filter)
     service = create_app(linker, ServiceLimits(workers=workers, queue=queue, timeout=timeout))
     typer.echo(f"serving {linker.bundle.path} on http://{host}:{port}/", err=True)
-    uvicorn.run(service, host=host, port=port)
+    # Bounds what idle or half-open sockets can hold; read timeouts for slow clients need a proxy (README).
+    uvicorn.run(service, host=host, port=port, limit_concurrency=max_connections, timeout_keep_alive=keep_alive)

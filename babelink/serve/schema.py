@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
 
 from babelink.retrieve.candidate import MAX_TOP_K
 
@@ -49,6 +49,17 @@ class LinkDocument(LinkText):
 
 class LinkBatch(_Strict):
     documents: list[LinkDocument]
+
+    @field_validator("documents")
+    @classmethod
+    def _unique_ids(cls, documents: list[LinkDocument]) -> list[LinkDocument]:
+        """Results are matched to documents by id, as in `babelink link`: a repeated id is refused."""
+        seen: set[str] = set()
+        for document in documents:
+            if document.id in seen:
+                raise ValueError(f"document id {document.id!r} appears more than once")
+            seen.add(document.id)
+        return documents
 
 
 def _link_shape(body: object) -> str:

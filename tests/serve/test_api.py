@@ -164,6 +164,7 @@ def test_viewer_page_is_self_contained(client):
         ("/normalize", b"{}", 422),
         ("/link", b'{"text": 3}', 422),
         ("/link", b'{"documents": [{"text": "asthma"}]}', 422),  # id missing
+        ("/link", b'{"documents": [{"id": "1", "text": "a"}, {"id": "1", "text": "b"}]}', 422),  # id repeated
         ("/link", b"[1]", 422),
     ],
 )
