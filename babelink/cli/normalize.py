@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import collections
 import json
-from collections.abc import Iterator
 from enum import Enum
 from typing import Annotated
 
@@ -33,12 +31,15 @@ def normalize(
     ngram_threshold: Annotated[float | None, typer.Option(
         "--ngram-threshold", help="JSONL: a mention whose best score is below this gets \"parts\", its n-grams "
                                   "linked by the n-gram search loop.")] = None,
+    skip_invalid: Annotated[bool, typer.Option(
+        "--skip-invalid", help="Write an error record for an unusable mention and go on, instead of stopping "
+                               "at its line.")] = False,
 ) -> None:
     """Rank KB concepts for each mention (any language)."""
     from babelink.formats.inputs import read_mentions
     from babelink.fsutil import atomic_output
     from babelink.link.linker import Linker
-    from babelink.link.records import TSV_HEADER, normalize_record, tsv_rows
+    from babelink.link.records import TSV_HEADER, normalize_lines, tsv_rows
 
     if bool(mentions) == bool(input_path):
         raise InvalidInputError("give mentions as arguments or --input FILE, not both or neither")
@@ -47,24 +48,22 @@ def normalize(
         if not mention.strip():
             raise InvalidInputError("empty mention given as an argument")
     linker = Linker.open(bundle)
-    items = ((mention, mention) for mention in mentions) if mentions else read_mentions(input_path)
-    pending: collections.deque[str] = collections.deque()  # mentions whose searched text is in flight
-
-    def searched_texts() -> Iterator[str]:
-        for mention, text in items:
-            pending.append(mention)
-            yield text
-
+    if mentions:
+        lines, source = ((number, mention, mention) for number, mention in enumerate(mentions, 1)), "<arguments>"
+    else:
+        lines, source = read_mentions(input_path), "<stdin>" if input_path == "-" else input_path
     with atomic_output(output) as out:
         if output_format is OutputFormat.tsv:
             out.write(TSV_HEADER)
-        for searched, candidates in linker.normalize_stream(searched_texts(), top_k):
-            mention = pending.popleft()
+        for item in normalize_lines(linker, lines, top_k, source, skip_invalid):
+            if item.error is not None:
+                typer.echo(f"{source}:{item.line}: skipped: {item.error}", err=True)
             if output_format is OutputFormat.tsv:
-                out.write(tsv_rows(mention, candidates))
+                out.write(tsv_rows(item.mention, item.candidates))  # no rows for a skipped mention
                 continue
             parts = None
-            if ngram_threshold is not None and (not candidates or candidates[0].score < ngram_threshold):
-                parts = linker.search_ngrams(mention, ngram_threshold, top_k)
-            out.write(json.dumps(normalize_record(mention, candidates, searched=searched, parts=parts),
-                                 ensure_ascii=False) + "\n")
+            best = item.candidates[0].score if item.candidates else None
+            if item.error is None and ngram_threshold is not None and (best is None or best < ngram_threshold):
+                parts = linker.search_ngrams(item.mention, ngram_threshold, top_k)
+            # an unusable mention may hold a lone surrogate: JSON escapes it
+            out.write(json.dumps(item.record(parts), ensure_ascii=item.error is not None) + "\n")

@@ -66,8 +66,8 @@ def jsonl_documents(lines: Iterable[tuple[int, str]], name: str | Path) -> Itera
         yield Document(str(doc_id), value["text"], lang=lang)
 
 
-def read_mentions(path: str) -> Iterator[tuple[str, str]]:
-    """What `normalize --input` reads: `(mention, text to search)` per line. `.jsonl` lines are a
+def read_mentions(path: str) -> Iterator[tuple[int, str, str]]:
+    """What `normalize --input` reads: `(line number, mention, text to search)` per line. `.jsonl` lines are a
     JSON string or `{"mention": …, "context"?: …}`, where a short form the context defines is
     searched as its long form; `.tsv` uses column 1; other files hold one mention per line; `-`
     is stdin, one mention per line."""
@@ -85,7 +85,7 @@ def read_mentions(path: str) -> Iterator[tuple[str, str]]:
             line = line.split("\t", 1)[0]
         if not line.strip():
             raise InputFormatError(name, number, "empty mention")
-        yield line, expand_abbreviations(line, abbreviation_map(context)) if context else line
+        yield number, line, expand_abbreviations(line, abbreviation_map(context)) if context else line
 
 
 def _text_directory(directory: Path) -> Iterator[Document]:

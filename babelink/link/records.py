@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 
+from babelink.errors import InputFormatError, InvalidInputError
 from babelink.link.ngram_search import LinkedPart
 from babelink.retrieve.candidate import Candidate
+from babelink.text import normalized_mention
 
 #: Header of `normalize --format tsv`: one row per candidate.
 TSV_HEADER = "mention\trank\tid\tname\tmatched_name\tscore\n"
@@ -28,3 +32,46 @@ def tsv_rows(mention: str, candidates: Sequence[Candidate]) -> str:
     """`normalize --format tsv` lines of one mention (see `TSV_HEADER`)."""
     return "".join(f"{mention}\t{rank}\t{c.concept_id}\t{c.name}\t{c.matched_name}\t{c.score:.6f}\n"
                    for rank, c in enumerate(candidates, start=1))
+
+
+@dataclass(frozen=True)
+class Normalized:
+    """One input line of `normalize`: its candidates, or why the mention could not be searched."""
+
+    line: int
+    mention: str
+    searched: str
+    candidates: list[Candidate]
+    error: str | None = None
+
+    def record(self, parts: Sequence[LinkedPart] | None = None) -> dict:
+        if self.error is not None:
+            return {"mention": self.mention, "line": self.line, "error": self.error}
+        return normalize_record(self.mention, self.candidates, searched=self.searched, parts=parts)
+
+
+def normalize_lines(linker, lines: Iterable[tuple[int, str, str]], top_k: int, source: str,
+                    skip_invalid: bool = False) -> Iterator[Normalized]:
+    """`(line, mention, text to search)` items → `Normalized`, in input order, streamed in the
+    linker's batches. An unusable mention is an `InputFormatError` naming `source` and its line, or
+    with `skip_invalid` a `Normalized` carrying the error, and the run goes on."""
+    pending: deque[Normalized] = deque()  # read, not yet answered
+
+    def searchable() -> Iterator[str]:
+        for line, mention, text in lines:
+            try:
+                normalized_mention(text)
+            except InvalidInputError as error:
+                if not skip_invalid:
+                    raise InputFormatError(source, line, f"{error} (--skip-invalid to go on)") from None
+                pending.append(Normalized(line, mention, text, [], str(error)))
+                continue
+            pending.append(Normalized(line, mention, text, []))
+            yield text
+
+    for _, candidates in linker.normalize_stream(searchable(), top_k):
+        while pending[0].error is not None:
+            yield pending.popleft()
+        item = pending.popleft()
+        yield Normalized(item.line, item.mention, item.searched, candidates)
+    yield from pending  # errors after the last searchable line

@@ -227,3 +227,17 @@ def test_normalize_jsonl_context_resolves_defined_abbreviations(bundle, tmp_path
 def test_top_k_beyond_the_cap_is_a_clear_error(bundle):
     result = babelink("normalize", "--bundle", bundle, "asthma", "--top-k", "1000000000")
     assert result.returncode != 0 and "--top-k" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_an_unusable_mention_is_named_by_its_line_or_skipped(bundle, tmp_path):
+    source = tmp_path / "mentions.jsonl"
+    source.write_text('"asthma"\n"\\ud800"\n"---"\n"diabetes mellitus"\n')
+    result = babelink("normalize", "--bundle", bundle, "--input", source)
+    assert result.returncode != 0 and f"{source}:2: mention" in result.stderr and "--skip-invalid" in result.stderr
+    result = babelink("normalize", "--bundle", bundle, "--input", source, "--skip-invalid")
+    assert result.returncode == 0, result.stderr
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r.get("line") for r in records] == [None, 2, 3, None]
+    assert records[0]["candidates"] and records[3]["candidates"][0]["id"] == "C0011849"
+    assert "not valid Unicode" in records[1]["error"] and "empty after normalisation" in records[2]["error"]
+    assert f"{source}:3: skipped" in result.stderr
