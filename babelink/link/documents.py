@@ -17,6 +17,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from babelink.abbreviations import abbreviation_map
+from babelink.batching import batched
 from babelink.detect import MentionDetector
 from babelink.detect.overlaps import resolve_overlaps
 from babelink.detect.spans import Span, SpanParams, enumerate_spans
@@ -35,6 +36,8 @@ MAX_DOCUMENT_CHARS = 20_000_000
 #: Documents are linked in segments of about this many characters, cut where no mention can
 #: cross (a line break, else a sentence end, else a space), so memory stays flat on huge texts.
 SEGMENT_CHARS = 20_000
+#: Segments linked together: a batch of abstracts in one pass, a long text in passes of ~320k characters.
+SEGMENTS_PER_PASS = 16
 _SEGMENT_CUTS = tuple(re.compile(pattern) for pattern in (r"\n\s*\n", r"[.!?。！？]\s", r"\n", r"\s"))
 
 
@@ -121,6 +124,13 @@ class DocumentLinker:
         segments = [(index, offset, segment, document.lang)
                     for index, document in enumerate(documents)
                     for offset, segment in split_segments(check_document(document.id, document.text))]
+        proposals: list[list[Proposal]] = [[] for _ in documents]
+        for group in batched(segments, SEGMENTS_PER_PASS):  # memory bounded by a pass, not by the text
+            self._propose(group, proposals)
+        return proposals
+
+    def _propose(self, segments: list[tuple[int, int, str, str | None]], proposals: list[list[Proposal]]) -> None:
+        """Add the proposals of `(document index, offset, segment text, lang)` segments to `proposals`."""
         per_segment = []
         for (index, offset, segment, lang), (stopwords, spans) in zip(segments, self._spans(segments)):
             abbreviations = abbreviation_map(segment) if self.params.resolve_abbreviations else {}
@@ -136,7 +146,6 @@ class DocumentLinker:
                          if (candidates[0].score if candidates else 0.0) >= floor}
         ranked = dict(zip(recall_scores, _generate(self.ranker, list(recall_scores), self.params.top_k)))
         detector = "spans" if self.detector is None else self.detector.name
-        proposals: list[list[Proposal]] = [[] for _ in documents]
         for index, offset, stopwords, spans in per_segment:
             for span, text, key in spans:
                 candidates = ranked.get(key)
@@ -154,7 +163,6 @@ class DocumentLinker:
                     )
                 elif self.detector is not None and key[0]:
                     proposals[index] += self._linked_ngrams(span, offset, detector, stopwords)
-        return proposals
 
     def _spans(self, segments) -> list[tuple[frozenset[str], list[Span]]]:
         """Each segment's stop words and candidate spans: the detector's, or all enumerated."""
