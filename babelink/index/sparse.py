@@ -93,11 +93,15 @@ class TfidfNameIndex:
         n-grams no KB name has: dropping them would let "zzzz fever" score 1.0 against "fever".
         An unseen n-gram weighs as an n-gram of document frequency 0 would (smooth IDF: ln 2 above
         the rarest seen n-gram)."""
+        vectors = self.vectorizer.transform(strings).tocsr()  # L2-normalised over the seen n-grams
+        unseen_sq = np.array([self._unseen_weight_sq(string) for string in strings], dtype=np.float64)
+        if not unseen_sq.any():
+            return vectors
         weights = self._unnormalised.transform(strings).tocsr()
         seen_sq = np.asarray(weights.multiply(weights).sum(axis=1)).ravel()
-        unseen_sq = np.array([self._unseen_weight_sq(string) for string in strings], dtype=np.float64)
-        norms = np.sqrt(seen_sq + unseen_sq)
-        return sp.diags((1.0 / np.where(norms > 0, norms, 1.0)).astype(np.float32)).dot(weights).tocsr()
+        total = seen_sq + unseen_sq
+        scale = np.where(unseen_sq > 0, np.sqrt(seen_sq / np.where(total > 0, total, 1.0)), 1.0)
+        return sp.diags(scale.astype(np.float32)).dot(vectors).tocsr()
 
     def _unseen_weight_sq(self, string: str) -> float:
         vocabulary = self._unnormalised.vocabulary_
