@@ -23,6 +23,7 @@ def read_ctd(path: str | Path, *, languages: frozenset[str] | None = None) -> Kn
     MEDIC is English; `languages` without `en` therefore gives an empty KB.
     """
     builder = KnowledgeBaseBuilder(languages=languages)
+    first_line: dict[str, int] = {}  # a DiseaseID on two rows is a broken file, not two concepts to merge
     for number, line in iter_lines(path):
         if not line or line.startswith("#"):
             continue
@@ -34,6 +35,11 @@ def read_ctd(path: str | Path, *, languages: frozenset[str] | None = None) -> Kn
         concept_id, name = fields[ID].strip(), fields[NAME].strip()
         if not concept_id or not name:
             raise InputFormatError(path, number, "empty DiseaseName or DiseaseID")
+        if concept_id in first_line:
+            raise InputFormatError(
+                path, number, f"DiseaseID {concept_id} again (first at line {first_line[concept_id]})"
+            )
+        first_line[concept_id] = number
         builder.add_name(concept_id, name, source="MEDIC", term_type="PT", preferred=True)
         for synonym in _split(fields[SYNONYMS]):
             builder.add_name(concept_id, synonym, source="MEDIC", term_type="SY")

@@ -64,8 +64,18 @@ def iter_obo_terms(lines: Iterable[tuple[int, str]], path: str | Path) -> Iterat
 
     Obsolete terms are yielded with `obsolete=True` (callers decide); a stanza without an id,
     a second `id:`/`name:`, a tag line without `:` or an unparsable synonym raises
-    `InputFormatError` with the line number.
+    `InputFormatError` with the line number, as does a term id defined twice.
     """
+    first_line: dict[str, int] = {}
+    for term in _stanzas(lines, path):
+        if term.id in first_line:
+            raise InputFormatError(path, term.line, f"term {term.id} is defined again (first at line "
+                                                    f"{first_line[term.id]})")
+        first_line[term.id] = term.line
+        yield term
+
+
+def _stanzas(lines: Iterable[tuple[int, str]], path: str | Path) -> Iterator[OboTerm]:
     term: OboTerm | None = None
     for number, raw in lines:
         line = raw.strip()

@@ -70,6 +70,7 @@ def test_terms_labels_synonyms_xrefs_and_obsolete():
         ("[Term]\nid: HP:1\nthis line has no tag\n", 3, "expected 'tag: value'"),
         ("[Term\nid: HP:1\n", 1, "malformed stanza header"),
         ("[Term]\nid: HP:1\nxref:\n", 3, "empty 'xref'"),
+        ("[Term]\nid: HP:1\nname: A\n\n[Term]\nid: HP:1\nname: B\n", 5, "defined again \\(first at line 1\\)"),
     ],
 )
 def test_malformed_stanzas_name_the_line(text, line, message):

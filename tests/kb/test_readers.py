@@ -87,6 +87,12 @@ def test_ctd_reader_reports_malformed_row(tmp_path):
         read_ctd(path)
 
 
+def test_ctd_reader_refuses_a_disease_id_on_two_rows(tmp_path):
+    path = write(tmp_path / "CTD_diseases.tsv", CTD + "Asthma again\tMESH:D001249\t\t\t\t\t\t\t\n")
+    with pytest.raises(InputFormatError, match=r"CTD_diseases.tsv:5: DiseaseID MESH:D001249 again \(first at line 4\)"):
+        read_ctd(path)
+
+
 def test_tsv_reader(tmp_path):
     path = write(tmp_path / "vocab.tsv", "id\tname\tlang\tpreferred\nX1\tFever\ten\ttrue\nX1\tFiebre\tSPA\t0\n")
     kb = read_tsv(path)
