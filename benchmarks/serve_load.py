@@ -1,14 +1,19 @@
 """Load test of `babelink serve`: throughput, latency and errors under concurrent clients.
 
     python benchmarks/serve_load.py --bundle DIR [--requests 2000] [--concurrency 8 16 32] [--link]
-                                    [--workers 1] [--queue 32] [--timeout 30] [--no-write]
+                                    [--workers 1] [--queue 32] [--timeout 30] [--retry-after]
+                                    [--slow-clients 0] [--no-write]
 
 Starts `babelink serve --bundle DIR` in its own process on a free loopback port, waits for
 /health, then for each concurrency C sends N requests from C concurrent clients (httpx.AsyncClient,
 each waiting for its answer before sending the next): /normalize of one mention drawn (seeded) from
 realistic disease mentions in eight languages, and with --link every fourth request a /link of a
 short sentence. Reports requests/s, p50/p99 latency, errors by status, and whether there were no
-errors at concurrency ≤ the server's --queue (beyond it, 429 is the designed answer).
+errors at concurrency ≤ the server's --queue (beyond it, 429 is the designed answer). With
+--retry-after, a client answered 429 waits as `Retry-After` says and sends the request again (the
+retries are counted, the latency includes the wait). With --slow-clients N, N more sockets trickle
+one header byte a second through every run (a slowloris): the table says how many the server
+still holds at the end. The server's RSS is read before and after each run.
 Appends a section to benchmarks/log/serving.md (and regenerates BENCHMARKS.md) unless --no-write.
 """
 
@@ -89,31 +94,78 @@ def workload(requests: int, with_link: bool, seed: int = 0) -> list[tuple[str, d
     return payloads
 
 
-async def run_load(url: str, payloads: list[tuple[str, dict]], concurrency: int, timeout: float) -> dict:
-    """Send `payloads` from `concurrency` clients; latency of every answer and status counts."""
+async def run_load(url: str, payloads: list[tuple[str, dict]], concurrency: int, timeout: float,
+                   honour_retry_after: bool = False, slow_clients: int = 0) -> dict:
+    """Send `payloads` from `concurrency` clients; latency of every answer, status counts, retries,
+    and how many of `slow_clients` trickling sockets are still open at the end."""
     pending = iter(payloads)
     latencies: list[float] = []
     statuses: collections.Counter[str] = collections.Counter()
+    retries = 0
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
 
     async def client(session: httpx.AsyncClient) -> None:
+        nonlocal retries
         for path, body in pending:
             started = time.perf_counter()
-            try:
-                response = await session.post(path, json=body)
-                statuses[str(response.status_code)] += 1
-            except httpx.HTTPError as error:
-                statuses[type(error).__name__] += 1
+            for _ in range(MAX_RETRIES + 1):
+                try:
+                    response = await session.post(path, json=body)
+                except httpx.HTTPError as error:
+                    statuses[type(error).__name__] += 1
+                    break
+                if response.status_code != 429 or not honour_retry_after:
+                    statuses[str(response.status_code)] += 1
+                    break
+                retries += 1
+                await asyncio.sleep(float(response.headers.get("Retry-After", "1")))
+            else:
+                statuses["429"] += 1
             latencies.append(time.perf_counter() - started)
 
+    host, port = url.removeprefix("http://").split(":")
+    slow = [asyncio.create_task(_trickle(host, int(port))) for _ in range(slow_clients)]
     async with httpx.AsyncClient(base_url=url, limits=limits, timeout=timeout) as session:
         started = time.perf_counter()
         await asyncio.gather(*(client(session) for _ in range(concurrency)))
         seconds = time.perf_counter() - started
+    held = sum(1 for task in slow if not task.done())  # still trickling when the run ended
+    for task in slow:
+        task.cancel()
+    await asyncio.gather(*slow, return_exceptions=True)
     latencies.sort()
     return {"concurrency": concurrency, "requests": len(payloads), "seconds": seconds,
             "rate": len(payloads) / seconds, "p50": _percentile(latencies, 50), "p99": _percentile(latencies, 99),
-            "errors": {status: count for status, count in sorted(statuses.items()) if status != "200"}}
+            "errors": {status: count for status, count in sorted(statuses.items()) if status != "200"},
+            "retries": retries, "slow held": held}
+
+
+#: Times a client honouring Retry-After sends one request before counting the 429.
+MAX_RETRIES = 20
+
+
+async def _trickle(host: str, port: int) -> None:
+    """A slowloris client: an unfinished request, one header byte a second, until the server
+    closes the socket (returns) or the run ends (cancelled)."""
+    reader, writer = await asyncio.open_connection(host, port)
+    try:
+        writer.write(b"POST /normalize HTTP/1.1\r\nHost: probe\r\nX-Slow: ")
+        while True:
+            await writer.drain()
+            try:
+                await asyncio.wait_for(reader.read(1), timeout=1.0)
+                return  # the server answered (an error status) or closed the socket
+            except TimeoutError:
+                writer.write(b"a")
+    except (ConnectionError, OSError):
+        return
+    finally:
+        writer.close()
+
+
+def _rss_mb(pid: int) -> float:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmRSS:"))) / 1024
 
 
 def _percentile(ordered: list[float], percent: float) -> float:
@@ -129,15 +181,20 @@ def report(args: argparse.Namespace, health: dict, runs: list[dict]) -> str:
               f"`{Path(bundle['path']).name}` ({health['model']}, {bundle['kb']['concepts']:,} concepts, "
               f"{bundle['kb']['strings']:,} name strings). Each client sends its next request when the last is "
               f"answered; /normalize requests hold one mention (top 5), /link requests one short sentence; {mix}."), "",
-             "| clients | requests | requests/s | p50 ms | p99 ms | errors by status | no errors at ≤ queue |",
-             "|---:|---:|---:|---:|---:|---|---|"]
+             (f"Clients {'honour' if args.retry_after else 'do not honour'} `Retry-After` (a 429 is "
+              f"{'waited out and retried' if args.retry_after else 'counted as an error'}); "
+              f"{args.slow_clients} slow clients trickle headers through every run."), "",
+             ("| clients | requests | requests/s | p50 ms | p99 ms | errors by status | retries | slow sockets held "
+              "| server RSS MB start → end | no errors at ≤ queue |"),
+             "|---:|---:|---:|---:|---:|---|---:|---:|---|---|"]
     for run in runs:
         errors = ", ".join(f"{status}: {count:,}" for status, count in run["errors"].items()) or "none"
         expected = (
             ("yes" if not run["errors"] else "**no**") if run["concurrency"] <= args.queue else "n/a (over queue)"
         )
         lines.append(f"| {run['concurrency']} | {run['requests']:,} | {run['rate']:,.1f} | {run['p50'] * 1000:,.1f} "
-                     f"| {run['p99'] * 1000:,.1f} | {errors} | {expected} |")
+                     f"| {run['p99'] * 1000:,.1f} | {errors} | {run['retries']:,} | {run['slow held']} / "
+                     f"{args.slow_clients} | {run['rss'][0]:,.0f} → {run['rss'][1]:,.0f} | {expected} |")
     return "\n".join(lines) + "\n"
 
 
@@ -153,6 +210,8 @@ def main() -> None:
     parser.add_argument("--queue", type=int, default=32, help="the server's --queue")
     parser.add_argument("--timeout", type=float, default=30.0, help="the server's --timeout")
     parser.add_argument("--startup-timeout", type=float, default=900.0, help="seconds to wait for /health")
+    parser.add_argument("--retry-after", action="store_true", help="clients wait out a 429 and send again")
+    parser.add_argument("--slow-clients", type=int, default=0, help="slowloris sockets held through every run")
     args = arguments(parser.description, parser)
     with tempfile.TemporaryFile() as log:
         server, url, health = start_server(args, log)
@@ -161,7 +220,10 @@ def main() -> None:
             asyncio.run(run_load(url, payloads[:20], 1, args.timeout + 10))  # warm-up
             runs = []
             for concurrency in args.concurrency:
-                runs.append(asyncio.run(run_load(url, payloads, concurrency, args.timeout + 10)))
+                before = _rss_mb(server.pid)
+                runs.append(asyncio.run(run_load(url, payloads, concurrency, args.timeout + 10, args.retry_after,
+                                                 args.slow_clients)))
+                runs[-1]["rss"] = (before, _rss_mb(server.pid))
                 print(f"{concurrency} clients: {runs[-1]['rate']:,.1f} requests/s, errors {runs[-1]['errors']}",
                       file=sys.stderr)
         finally:
