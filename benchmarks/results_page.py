@@ -17,7 +17,7 @@ import os
 import re
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,6 +41,7 @@ class Summary:
     systems: tuple[str, ...]
     baseline: str
     key: str | None = None
+    key_prefix: str = ""  # only the `key` values that start so
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,7 @@ class Headline:
 
 
 _NORMALIZATION = Summary("system", "Acc@1", ("hybrid + spans + abbreviations", "hybrid"), "sparse", key="set")
+_LINKING = Summary("system", "strict F1", ("hybrid + spans",), "sparse baseline", key="corpus")
 HEADLINES = (
     Headline("Normalization, UMLS stand-in (open-umls), bundled encoder", "normalization", "normalization.py",
              "Acc@1", having=("--kb open-umls",), without=("--encoder",), summary=_NORMALIZATION),
@@ -66,9 +68,12 @@ HEADLINES = (
              having=("--kb ctd-medic",), without=("--encoder",), summary=_NORMALIZATION),
     Headline("Normalization, CTD MEDIC, newest trained encoder", "normalization", "normalization.py", "Acc@1",
              having=("--kb ctd-medic", "--encoder"), summary=_NORMALIZATION),
-    Headline("Document linking", "end-to-end", "end_to_end.py", "strict F1",
-             summary=Summary("system", "strict F1", ("ner + hybrid + spans", "hybrid + spans"), "sparse baseline",
-                             key="corpus")),
+    Headline("Document linking, span enumeration", "end-to-end", "end_to_end.py", "strict F1", without=("--ner",),
+             summary=_LINKING),
+    Headline("Document linking, Mantra GSC (en, es, fr)", "end-to-end", "end_to_end.py", "strict F1",
+             having=("mantra-es",), without=("--ner",), summary=replace(_LINKING, key_prefix="Mantra")),
+    Headline("Document linking, learned detector (transformer + CRF)", "end-to-end", "end_to_end.py", "strict F1",
+             having=("--ner",), summary=replace(_LINKING, systems=("ner + hybrid + spans",))),
     Headline("SAP-trained encoders, XL-BEL and Mantra GSC", "sap-training", "sap_training.py", "mean Acc@1"),
     Headline("Normalize speed", "speed", "normalize_speed.py", "mentions/s",
              summary=Summary("setting", "mentions/s", ("hybrid, default (",), "hybrid, encoder fp32")),
@@ -170,7 +175,8 @@ def summary_rows(headline: Headline, section: Section, link: str) -> list[str]:
         if not {spec.system, spec.metric, *([spec.key] if spec.key else [])} <= set(header):
             continue
         cells = [dict(zip(header, _cells(line))) for line in table[2:]]
-        for key in dict.fromkeys(row.get(spec.key, "") if spec.key else "" for row in cells):
+        keys = dict.fromkeys(row.get(spec.key, "") if spec.key else "" for row in cells)
+        for key in (key for key in keys if key.startswith(spec.key_prefix)):
             group = [row for row in cells if not spec.key or row[spec.key] == key]
             baseline = next((row for row in group if row[spec.system].startswith(spec.baseline)), None)
             for system in spec.systems:
