@@ -239,7 +239,18 @@ def _build_id(path: Path) -> str | None:
 
 def _load_once(path: Path, verify: bool) -> Bundle:
     manifest = read_manifest(path)
-    files = manifest["files"]
+    try:
+        _check_files(path, manifest["files"], verify)
+    except OSError as error:  # a file gone or unreadable between listing and reading it
+        raise BundleError(f"{path}: cannot read {error.filename or 'a file'}: {error.strerror}") from None
+    bundle = _load_indexes(path, manifest, manifest["kb"])
+    if "spans" in manifest:
+        bundle.spans = _load_indexes(path / "spans", manifest, manifest["spans"])
+    return bundle
+
+
+def _check_files(path: Path, files: dict[str, str], verify: bool) -> None:
+    """Every file under `path` is listed in the manifest, and (with `verify`) matches its SHA-256."""
     unlisted = sorted(
         file.relative_to(path).as_posix()
         for file in path.rglob("*")
@@ -253,10 +264,6 @@ def _load_once(path: Path, verify: bool) -> Bundle:
             raise BundleError(f"{path}: file {relative} listed in the manifest is missing")
         if verify and _sha256(file) != expected:
             raise BundleError(f"{path}: file {relative} does not match the manifest checksum (modified or truncated)")
-    bundle = _load_indexes(path, manifest, manifest["kb"])
-    if "spans" in manifest:
-        bundle.spans = _load_indexes(path / "spans", manifest, manifest["spans"])
-    return bundle
 
 
 def _load_indexes(path: Path, manifest: dict, counts: dict) -> Bundle:
