@@ -80,6 +80,7 @@ HEADLINES = (
     Headline("Batch throughput", "speed", "batch_throughput.py", "documents/s"),
     Headline("Dense index at scale", "speed", "dense_scale.py", "bytes/name"),
     Headline("Serving under load", "serving", "serve_load.py", "requests/s"),
+    Headline("Fault probe: bad inputs, kill and resume, rebuild under load", "robustness", "probe.py", ""),
     Headline("Bad and huge inputs", "robustness", "link_stress.py", "outcome",
              summary=Summary("input", "peak RSS MB", ("5 MB document",), "one abstract")),
 )
