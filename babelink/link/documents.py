@@ -38,6 +38,9 @@ MAX_DOCUMENT_CHARS = 20_000_000
 SEGMENT_CHARS = 20_000
 #: Segments linked together: a batch of abstracts in one pass, a long text in passes of ~320k characters.
 SEGMENTS_PER_PASS = 16
+#: Distinct span strings whose search results a call keeps across its passes (repeated terms in a
+#: long text are searched once); past this many the memory is emptied and refilled.
+MAX_REMEMBERED_SEARCHES = 200_000
 _SEGMENT_CUTS = tuple(re.compile(pattern) for pattern in (r"\n\s*\n", r"[.!?。！？]\s", r"\n", r"\s"))
 
 
@@ -125,12 +128,18 @@ class DocumentLinker:
                     for index, document in enumerate(documents)
                     for offset, segment in split_segments(check_document(document.id, document.text))]
         proposals: list[list[Proposal]] = [[] for _ in documents]
+        searches: dict[tuple[str, bool], tuple[float, list[Candidate] | None]] = {}
         for group in batched(segments, SEGMENTS_PER_PASS):  # memory bounded by a pass, not by the text
-            self._propose(group, proposals)
+            if len(searches) > MAX_REMEMBERED_SEARCHES:
+                searches.clear()
+            self._propose(group, proposals, searches)
         return proposals
 
-    def _propose(self, segments: list[tuple[int, int, str, str | None]], proposals: list[list[Proposal]]) -> None:
-        """Add the proposals of `(document index, offset, segment text, lang)` segments to `proposals`."""
+    def _propose(self, segments: list[tuple[int, int, str, str | None]], proposals: list[list[Proposal]],
+                 searches: dict[tuple[str, bool], tuple[float, list[Candidate] | None]]) -> None:
+        """Add the proposals of `(document index, offset, segment text, lang)` segments to `proposals`.
+        `searches` holds each span key's recall score and ranked candidates (None below the recall
+        threshold) from earlier passes, and gets this pass's."""
         per_segment = []
         for (index, offset, segment, lang), (stopwords, spans) in zip(segments, self._spans(segments)):
             abbreviations = abbreviation_map(segment) if self.params.resolve_abbreviations else {}
@@ -139,16 +148,17 @@ class DocumentLinker:
                 (index, offset, stopwords, [(span, text, _search_key(text)) for span, text in searched])
             )
         # Searched once per distinct (normalised string, written in capitals) across the batch.
-        searched = [key for key in dict.fromkeys(key for *_, spans in per_segment for _, _, key in spans) if key[0]]
+        keys = [key for key in dict.fromkeys(key for *_, spans in per_segment for _, _, key in spans)
+                if key[0] and key not in searches]
         floor = self.params.recall_threshold if self.detector is None else float("-inf")
-        recall_scores = {key: candidates[0].score if candidates else 0.0
-                         for key, candidates in zip(searched, _generate(self.recall, searched, 1))
-                         if (candidates[0].score if candidates else 0.0) >= floor}
-        ranked = dict(zip(recall_scores, _generate(self.ranker, list(recall_scores), self.params.top_k)))
+        recall = [candidates[0].score if candidates else 0.0 for candidates in _generate(self.recall, keys, 1)]
+        kept = [key for key, score in zip(keys, recall) if score >= floor]
+        ranked = dict(zip(kept, _generate(self.ranker, kept, self.params.top_k)))
+        searches.update((key, (score, ranked.get(key))) for key, score in zip(keys, recall))
         detector = "spans" if self.detector is None else self.detector.name
         for index, offset, stopwords, spans in per_segment:
             for span, text, key in spans:
-                candidates = ranked.get(key)
+                recall_score, candidates = searches.get(key, (0.0, None))
                 if candidates and candidates[0].score >= self.params.link_threshold:
                     proposals[index].append(
                         Proposal(
@@ -157,7 +167,7 @@ class DocumentLinker:
                             span.text,
                             text,
                             candidates,
-                            recall_scores[key],
+                            recall_score,
                             detector,
                         )
                     )
