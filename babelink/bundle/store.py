@@ -33,12 +33,14 @@ from babelink.kb.augment import DftRecord
 from babelink.kb.base import KnowledgeBase
 from babelink.kb.store import load_kb, save_kb
 from babelink.retrieve.generators import HybridParams
+from babelink.translate.lexicon import Lexicon
 
 #: 3: traditional Han folded to simplified; 4: name strings flag KB spellings that are short capitals only.
 FORMAT_VERSION = 4
 MANIFEST = "manifest.json"
 RETRIEVERS = ("sparse", "dense", "hybrid")
 DFT_DOCUMENTS = "dft_documents.txt"
+TRANSLATIONS = "translations"
 #: Fused score a labeled span must reach (besides the KB's best) to be used before the KB; tuned on
 #: dev data (BENCHMARKS.md), where 0.85–0.97 lie within 0.001 mean Acc@1 of each other.
 DEFAULT_SWITCH_THRESHOLD = 0.85
@@ -55,6 +57,7 @@ class Bundle:
     sparse: TfidfNameIndex
     dense: DenseNameIndex | None = None
     spans: Bundle | None = None  # the labeled-span index (002 §6.2), same retriever and encoder
+    lexicon: Lexicon | None = None  # bilingual lexicons queries are also searched through (`retrieve.translation`)
 
     @property
     def retriever(self) -> str:
@@ -99,6 +102,7 @@ def build_bundle(
     spans: KnowledgeBase | None = None,
     switch_threshold: float = DEFAULT_SWITCH_THRESHOLD,
     dft: DftRecord | None = None,
+    translations: Lexicon | None = None,
     kb_source: dict | None = None,
     overwrite: bool = True,
     progress: Callable[[str, int, int], None] | None = None,
@@ -109,7 +113,9 @@ def build_bundle(
     `encoder` (`default` or a checkpoint directory; `encoder_settings` override its
     `EncoderSettings`). `spans` (see `augment.span_kb`) adds a
     labeled-span index searched first; `dft` records the documents dictionary fine-tuning took
-    names from. `progress(stage, done, total)` follows the encoding of names.
+    names from. `translations` (`translate.read_lexicons`) are stored for searching mentions through
+    their English renderings, fused by `translation_params`. `progress(stage, done, total)`
+    follows the encoding of names.
     """
     out = Path(out).absolute()
     if retriever not in RETRIEVERS:
@@ -151,6 +157,9 @@ def build_bundle(
             files += spans_files
             manifest["spans"] = {"concepts": len(spans), "names": spans.num_names, "strings": spans_strings,
                                  "switch_threshold": switch_threshold}
+        if translations is not None:
+            files += translations.save(staging / TRANSLATIONS)
+            manifest["translations"] = translations.summary()
         if dft is not None:
             (staging / DFT_DOCUMENTS).write_text("".join(f"{doc_id}\n" for doc_id in dft.documents), encoding="utf-8")
             files.append(staging / DFT_DOCUMENTS)
@@ -246,6 +255,11 @@ def _load_once(path: Path, verify: bool) -> Bundle:
     bundle = _load_indexes(path, manifest, manifest["kb"])
     if "spans" in manifest:
         bundle.spans = _load_indexes(path / "spans", manifest, manifest["spans"])
+    if "translations" in manifest:
+        try:
+            bundle.lexicon = Lexicon.load(path / TRANSLATIONS, manifest["translations"]["sources"])
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise BundleError(f"{path}: cannot load the translation lexicons: {error}") from None
     return bundle
 
 

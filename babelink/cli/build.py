@@ -47,6 +47,10 @@ def build(
     dft_ratio: Annotated[float, typer.Option(
         "--dft-ratio", min=0.0, max=1.0, help="Fraction of --dft-from documents used.")] = 0.2,
     dft_seed: Annotated[int, typer.Option("--dft-seed", help="Seed of the document draw.")] = 0,
+    translations: Annotated[list[str] | None, typer.Option(
+        "--translations",
+        help="Bilingual lexicons mentions are also searched through in English: en-XX.tsv files "
+             "('english<TAB>foreign'), directories of them, or XX=FILE; repeat for several.")] = None,
 ) -> None:
     """Read a KB and write a bundle (KB + TF-IDF and/or dense index + manifest)."""
     from babelink.bundle.store import DEFAULT_SWITCH_THRESHOLD, build_bundle
@@ -54,8 +58,10 @@ def build(
     from babelink.kb import augment
     from babelink.kb.readers import read_kb
     from babelink.progress import progress_bar
+    from babelink.translate import read_lexicons
 
     refuse_same_file(out, [kb, spans_from, dft_from], "--out")
+    lexicon = read_lexicons(translations) if translations else None  # fail fast, before the KB is read
     languages = parse_languages(lang)
     knowledge_base = read_kb(kb, kb_format, languages=languages, sources=source, term_types=term_type)
     source_info = {"path": str(kb.absolute()), "format": kb_format, "languages": sorted(languages or []),
@@ -76,6 +82,7 @@ def build(
             spans=spans,
             switch_threshold=DEFAULT_SWITCH_THRESHOLD if switch_threshold is None else switch_threshold,
             dft=dft,
+            translations=lexicon,
             kb_source=source_info,
             progress=progress,
         )
@@ -85,4 +92,6 @@ def build(
         summary += f", {spans.num_names:,} labeled spans"
     if dft is not None:
         summary += f", {dft.pairs:,} DFT names from {len(dft.documents):,} documents"
+    if lexicon is not None:
+        summary += f", lexicons for {', '.join(lexicon.languages)}"
     typer.echo(summary, err=True)

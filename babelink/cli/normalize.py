@@ -31,6 +31,9 @@ def normalize(
     ngram_threshold: Annotated[float | None, typer.Option(
         "--ngram-threshold", help="JSONL: a mention whose best score is below this gets \"parts\", its n-grams "
                                   "linked by the n-gram search loop.")] = None,
+    lang: Annotated[str | None, typer.Option(
+        "--lang", help="Language of the mentions (ISO 639-1 or UMLS LAT); with translation lexicons in the bundle, "
+                       "guessed per mention when omitted.")] = None,
     skip_invalid: Annotated[bool, typer.Option(
         "--skip-invalid", help="Write an error record for an unusable mention and go on, instead of stopping "
                                "at its line.")] = False,
@@ -55,7 +58,7 @@ def normalize(
     with atomic_output(output) as out:
         if output_format is OutputFormat.tsv:
             out.write(TSV_HEADER)
-        for item in normalize_lines(linker, lines, top_k, source, skip_invalid):
+        for item in normalize_lines(linker, lines, top_k, source, skip_invalid, lang):
             if item.error is not None:
                 typer.echo(f"{source}:{item.line}: skipped: {item.error}", err=True)
             if output_format is OutputFormat.tsv:

@@ -41,6 +41,8 @@ SEGMENTS_PER_PASS = 16
 #: Distinct span strings whose search results a call keeps across its passes (repeated terms in a
 #: long text are searched once); past this many the memory is emptied and refilled.
 MAX_REMEMBERED_SEARCHES = 200_000
+#: What a span is searched as: its normalised string, whether it is written in capitals, its language.
+SearchKey = tuple[str, bool, str | None]
 _SEGMENT_CUTS = tuple(re.compile(pattern) for pattern in (r"\n\s*\n", r"[.!?。！？]\s", r"\n", r"\s"))
 
 
@@ -128,7 +130,7 @@ class DocumentLinker:
                     for index, document in enumerate(documents)
                     for offset, segment in split_segments(check_document(document.id, document.text))]
         proposals: list[list[Proposal]] = [[] for _ in documents]
-        searches: dict[tuple[str, bool], tuple[float, list[Candidate] | None]] = {}
+        searches: dict[SearchKey, tuple[float, list[Candidate] | None]] = {}
         for group in batched(segments, SEGMENTS_PER_PASS):  # memory bounded by a pass, not by the text
             if len(searches) > MAX_REMEMBERED_SEARCHES:
                 searches.clear()
@@ -136,18 +138,18 @@ class DocumentLinker:
         return proposals
 
     def _propose(self, segments: list[tuple[int, int, str, str | None]], proposals: list[list[Proposal]],
-                 searches: dict[tuple[str, bool], tuple[float, list[Candidate] | None]]) -> None:
+                 searches: dict[SearchKey, tuple[float, list[Candidate] | None]]) -> None:
         """Add the proposals of `(document index, offset, segment text, lang)` segments to `proposals`.
         `searches` holds each span key's recall score and ranked candidates (None below the recall
         threshold) from earlier passes, and gets this pass's."""
         per_segment = []
-        for (index, offset, segment, lang), (stopwords, spans) in zip(segments, self._spans(segments)):
+        for (index, offset, segment, _), (lang, stopwords, spans) in zip(segments, self._spans(segments)):
             abbreviations = abbreviation_map(segment) if self.params.resolve_abbreviations else {}
             searched = ((span, abbreviations.get(span.text, span.text)) for span in spans)
             per_segment.append(
-                (index, offset, stopwords, [(span, text, _search_key(text)) for span, text in searched])
+                (index, offset, stopwords, [(span, text, _search_key(text, lang)) for span, text in searched])
             )
-        # Searched once per distinct (normalised string, written in capitals) across the batch.
+        # Searched once per distinct (normalised string, written in capitals, language) across the batch.
         keys = [key for key in dict.fromkeys(key for *_, spans in per_segment for _, _, key in spans)
                 if key[0] and key not in searches]
         floor = self.params.recall_threshold if self.detector is None else float("-inf")
@@ -174,17 +176,18 @@ class DocumentLinker:
                 elif self.detector is not None and key[0]:
                     proposals[index] += self._linked_ngrams(span, offset, detector, stopwords)
 
-    def _spans(self, segments) -> list[tuple[frozenset[str], list[Span]]]:
-        """Each segment's stop words and candidate spans: the detector's, or all enumerated."""
+    def _spans(self, segments) -> list[tuple[str | None, frozenset[str], list[Span]]]:
+        """Each segment's language (given, or guessed from its stop words), stop words and
+        candidate spans: the detector's, or all enumerated."""
         tokens = [tokenize(segment) for _, _, segment, _ in segments]
         langs = [lang or guess_language(found) for found, (_, _, _, lang) in zip(tokens, segments)]
         stopwords = [self.stopwords.for_language(lang) for lang in langs]
         if self.detector is not None:
             found = self.detector.detect([segment for _, _, segment, _ in segments])
-            return [(stop, [Span(start, end, segment[start:end]) for start, end in spans])
-                    for (_, _, segment, _), stop, spans in zip(segments, stopwords, found)]
-        return [(stop, enumerate_spans(segment, segment_tokens, stop, self.params.spans,
-                                       self.stopwords.protected_in(lang)))
+            return [(lang, stop, [Span(start, end, segment[start:end]) for start, end in spans])
+                    for (_, _, segment, _), lang, stop, spans in zip(segments, langs, stopwords, found)]
+        return [(lang, stop, enumerate_spans(segment, segment_tokens, stop, self.params.spans,
+                                             self.stopwords.protected_in(lang)))
                 for (_, _, segment, _), segment_tokens, stop, lang in zip(segments, tokens, stopwords, langs)]
 
     def _linked_ngrams(self, span: Span, offset: int, detector: str, stopwords: frozenset[str]) -> list[Proposal]:
@@ -193,12 +196,13 @@ class DocumentLinker:
                          part.candidates, None, f"{detector}+ngrams") for part in parts]
 
 
-def _search_key(text: str) -> tuple[str, bool]:
-    return normalize_name(text), written_in_capitals(text)
+def _search_key(text: str, lang: str | None) -> SearchKey:
+    return normalize_name(text), written_in_capitals(text), lang
 
 
-def _generate(generator: CandidateGenerator, keys: list[tuple[str, bool]], top_k: int) -> list[list[Candidate]]:
-    return generator.generate([text for text, _ in keys], top_k, [capitals for _, capitals in keys])
+def _generate(generator: CandidateGenerator, keys: list[SearchKey], top_k: int) -> list[list[Candidate]]:
+    texts, capitals, langs = zip(*keys) if keys else ((), (), ())
+    return generator.generate(list(texts), top_k, list(capitals), list(langs))
 
 
 def check_document(doc_id: str, text: object) -> str:

@@ -12,6 +12,7 @@ from babelink.bundle.store import Bundle, load_bundle
 from babelink.detect import MentionDetector
 from babelink.detect.stopwords import BoundaryStopwords, protected_words
 from babelink.formats.document import Document
+from babelink.lang import to_iso
 from babelink.link.context_filter import ContextFilter
 from babelink.link.documents import DocumentLinker, LinkParams
 from babelink.link.mentions import LinkedDocument
@@ -90,20 +91,25 @@ class Linker:
         return DocumentLinker(recall, self.generator, BoundaryStopwords(protected), self.link_params,
                               self.context_filter, self.detector)
 
-    def normalize(self, mentions: str | Sequence[str], top_k: int = 5) -> list[Candidate] | list[list[Candidate]]:
+    def normalize(self, mentions: str | Sequence[str], top_k: int = 5,
+                  lang: str | None = None) -> list[Candidate] | list[list[Candidate]]:
         """Ranked concepts for one mention (a list) or for each of several (a list of lists).
+        `lang` (ISO 639-1 or UMLS LAT) is the mentions' language where known; a bundle with
+        translation lexicons guesses it otherwise.
 
         Raises `InvalidInputError` for an empty, non-string or over-long mention.
         """
         if isinstance(mentions, str):
-            return self.normalize([mentions], top_k)[0]
-        return [candidates for _, candidates in self.normalize_stream(mentions, top_k)]
+            return self.normalize([mentions], top_k, lang)[0]
+        return [candidates for _, candidates in self.normalize_stream(mentions, top_k, lang)]
 
-    def normalize_stream(self, mentions: Iterable[str], top_k: int = 5) -> Iterator[tuple[str, list[Candidate]]]:
+    def normalize_stream(self, mentions: Iterable[str], top_k: int = 5,
+                         lang: str | None = None) -> Iterator[tuple[str, list[Candidate]]]:
         """Lazily normalise an iterable of any length, batch by batch: `(mention, candidates)`."""
         check_top_k(top_k)
+        lang = None if lang is None else to_iso(lang)
         for batch in batched(mentions, self.BATCH_SIZE):
-            yield from zip(batch, self._normalize_batch(batch, top_k))
+            yield from zip(batch, self._normalize_batch(batch, top_k, lang))
 
     def link(self, text: str, lang: str | None = None, doc_id: str = "") -> LinkedDocument:
         """The concept mentions of one text, with character offsets into it."""
@@ -125,11 +131,12 @@ class Linker:
         check_top_k(top_k)
         return ngram_search(self.generator, mention, threshold, top_k)
 
-    def _normalize_batch(self, mentions: Sequence[str], top_k: int) -> list[list[Candidate]]:
+    def _normalize_batch(self, mentions: Sequence[str], top_k: int, lang: str | None) -> list[list[Candidate]]:
         """Each distinct normalised string is searched once per batch: repeats are common in corpora."""
         keys = [(normalized_mention(mention), written_in_capitals(mention)) for mention in mentions]
         unique = list(dict.fromkeys(keys))
-        found = self.generator.generate([text for text, _ in unique], top_k, [capitals for _, capitals in unique])
+        found = self.generator.generate([text for text, _ in unique], top_k, [capitals for _, capitals in unique],
+                                        [lang] * len(unique))
         answers = dict(zip(unique, found))
         return [answers[key] for key in keys]
 

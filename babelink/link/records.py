@@ -51,7 +51,7 @@ class Normalized:
 
 
 def normalize_lines(linker, lines: Iterable[tuple[int, str, str]], top_k: int, source: str,
-                    skip_invalid: bool = False) -> Iterator[Normalized]:
+                    skip_invalid: bool = False, lang: str | None = None) -> Iterator[Normalized]:
     """`(line, mention, text to search)` items → `Normalized`, in input order, streamed in the
     linker's batches. An unusable mention is an `InputFormatError` naming `source` and its line, or
     with `skip_invalid` a `Normalized` carrying the error, and the run goes on."""
@@ -69,7 +69,7 @@ def normalize_lines(linker, lines: Iterable[tuple[int, str, str]], top_k: int, s
             pending.append(Normalized(line, mention, text, []))
             yield text
 
-    for _, candidates in linker.normalize_stream(searchable(), top_k):
+    for _, candidates in linker.normalize_stream(searchable(), top_k, lang):
         while pending[0].error is not None:
             yield pending.popleft()
         item = pending.popleft()

@@ -33,6 +33,7 @@ class Candidate:
     sparse_score: float | None = None  # the retrievers' own scores, where the score fuses them
     dense_score: float | None = None
     index: str = "kb"  # "spans" when found in the labeled-span index (`SwitchingGenerator`)
+    translated: str | None = None  # the English rendering that found it (`TranslatingGenerator`)
 
     def to_dict(self) -> dict:
         fields = {
@@ -46,19 +47,23 @@ class Candidate:
         for key, value in (("sparse_score", self.sparse_score), ("dense_score", self.dense_score)):
             if value is not None:
                 fields[key] = round(value, 6)
+        if self.translated is not None:
+            fields["translated"] = self.translated
         return fields
 
     @classmethod
     def from_dict(cls, fields: dict) -> Candidate:
         """The inverse of `to_dict` (scores as rounded there)."""
         return cls(fields["id"], fields["name"], fields["matched_name"], fields["score"], fields.get("sparse_score"),
-                   fields.get("dense_score"), fields.get("index", "kb"))
+                   fields.get("dense_score"), fields.get("index", "kb"), fields.get("translated"))
 
 
 class CandidateGenerator(Protocol):
-    def generate(self, normalized: Sequence[str], top_k: int,
-                 capitals: Sequence[bool] | None = None) -> list[list[Candidate]]:
+    def generate(self, normalized: Sequence[str], top_k: int, capitals: Sequence[bool] | None = None,
+                 langs: Sequence[str | None] | None = None) -> list[list[Candidate]]:
         """For each normalised mention, at most `top_k` concepts, best first. `capitals[i]` says
         whether mention i was written in capitals (`text.written_in_capitals`; None: all were):
-        a KB name written only in short capitals ("IS", "AS") matches only such mentions."""
+        a KB name written only in short capitals ("IS", "AS") matches only such mentions.
+        `langs[i]` is mention i's language where known (ISO 639-1; None: unknown); only a
+        generator that translates (`retrieve.translation`) uses it."""
         ...

@@ -8,12 +8,14 @@ from babelink.encoders.cache import CachedEncoder
 from babelink.retrieve.candidate import CandidateGenerator
 from babelink.retrieve.generators import DenseGenerator, HybridGenerator, HybridParams, SparseGenerator
 from babelink.retrieve.switching import SwitchingGenerator
+from babelink.retrieve.translation import TranslatingGenerator
+from babelink.translate import Renderer, english_words
 
 
 def generator_for(bundle: Bundle, encoder: Encoder | None = None, retriever: str | None = None) -> CandidateGenerator:
     """The candidate generator a bundle was built for (its manifest's `retriever`, or the given
-    one), behind index switching when it has a labeled-span index. Both indexes share one
-    cached encoder."""
+    one), behind index switching when it has a labeled-span index, and searching through English
+    renderings too when it has translation lexicons. Both indexes share one cached encoder."""
     retriever = retriever or bundle.retriever
     if retriever != "sparse":
         encoder = encoder or CachedEncoder(bundle.encoder())
@@ -21,6 +23,8 @@ def generator_for(bundle: Bundle, encoder: Encoder | None = None, retriever: str
     if bundle.spans is not None:
         spans = _kb_generator(bundle.spans, retriever, encoder)
         generator = SwitchingGenerator(spans, generator, bundle.manifest["spans"]["switch_threshold"])
+    if bundle.lexicon is not None:
+        generator = TranslatingGenerator(generator, Renderer(bundle.lexicon, english_words(bundle.kb)), bundle.names)
     return generator
 
 

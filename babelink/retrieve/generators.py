@@ -71,8 +71,8 @@ class ExactMatchGenerator:
         self._aggregate = _StringHitAggregator(kb, names)
         self._names = names
 
-    def generate(self, normalized: Sequence[str], top_k: int,
-                 capitals: Sequence[bool] | None = None) -> list[list[Candidate]]:
+    def generate(self, normalized: Sequence[str], top_k: int, capitals: Sequence[bool] | None = None,
+                 langs: Sequence[str | None] | None = None) -> list[list[Candidate]]:
         results = []
         for mention, in_capitals in zip(normalized, _capitals(capitals, normalized)):
             row = self._names.lookup(mention)
@@ -90,8 +90,8 @@ class SparseGenerator:
         self._aggregate = _StringHitAggregator(kb, names, threshold)
         self._index = index
 
-    def generate(self, normalized: Sequence[str], top_k: int,
-                 capitals: Sequence[bool] | None = None) -> list[list[Candidate]]:
+    def generate(self, normalized: Sequence[str], top_k: int, capitals: Sequence[bool] | None = None,
+                 langs: Sequence[str | None] | None = None) -> list[list[Candidate]]:
         if not normalized:
             return []
         strings, scores = self._index.search(list(normalized), top_k * self.STRINGS_PER_CONCEPT)
@@ -112,8 +112,8 @@ class DenseGenerator:
         self._index = index
         self._encoder = encoder
 
-    def generate(self, normalized: Sequence[str], top_k: int,
-                 capitals: Sequence[bool] | None = None) -> list[list[Candidate]]:
+    def generate(self, normalized: Sequence[str], top_k: int, capitals: Sequence[bool] | None = None,
+                 langs: Sequence[str | None] | None = None) -> list[list[Candidate]]:
         if not normalized:
             return []
         vectors = self._encoder.encode(list(normalized))
@@ -150,8 +150,8 @@ class HybridGenerator:
         self._sparse, self._dense, self._encoder = sparse, dense, encoder
         self.params = params
 
-    def generate(self, normalized: Sequence[str], top_k: int,
-                 capitals: Sequence[bool] | None = None) -> list[list[Candidate]]:
+    def generate(self, normalized: Sequence[str], top_k: int, capitals: Sequence[bool] | None = None,
+                 langs: Sequence[str | None] | None = None) -> list[list[Candidate]]:
         if not normalized:
             return []
         in_capitals = _capitals(capitals, normalized)

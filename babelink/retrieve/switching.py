@@ -25,10 +25,10 @@ class SwitchingGenerator:
         self.kb = kb
         self.threshold = threshold
 
-    def generate(self, normalized: Sequence[str], top_k: int,
-                 capitals: Sequence[bool] | None = None) -> list[list[Candidate]]:
-        span_results = self.spans.generate(normalized, top_k, capitals)
-        kb_results = self.kb.generate(normalized, top_k, capitals)
+    def generate(self, normalized: Sequence[str], top_k: int, capitals: Sequence[bool] | None = None,
+                 langs: Sequence[str | None] | None = None) -> list[list[Candidate]]:
+        span_results = self.spans.generate(normalized, top_k, capitals, langs)
+        kb_results = self.kb.generate(normalized, top_k, capitals, langs)
         return [self._merge(spans, kb, top_k) for spans, kb in zip(span_results, kb_results)]
 
     def _merge(self, spans: list[Candidate], kb: list[Candidate], top_k: int) -> list[Candidate]:

@@ -17,6 +17,8 @@ class _Strict(BaseModel):
 class NormalizeRequest(_Strict):
     mentions: list[str] = Field(description="Mention strings, in any language.")
     top_k: int = Field(5, ge=1, le=MAX_TOP_K, description="Concepts per mention.")
+    lang: str | None = Field(None, max_length=16, description="ISO 639-1 code of the mentions; with translation "
+                             "lexicons in the bundle, guessed per mention when omitted.")
 
 
 class CandidateOut(BaseModel):
@@ -27,6 +29,8 @@ class CandidateOut(BaseModel):
     index: str | None = Field(None, description='"spans" when found in the labeled-span index; absent otherwise.')
     sparse_score: float | None = Field(None, description="Hybrid bundles: the TF-IDF cosine.")
     dense_score: float | None = Field(None, description="Hybrid bundles: the encoder cosine.")
+    translated: str | None = Field(None, description="The English rendering of the mention that found this "
+                                                     "concept (bundles with translation lexicons).")
 
 
 class NormalizeResult(BaseModel):

@@ -139,7 +139,7 @@ class _Fixed:
     def __init__(self, *scored: tuple[str, float]):
         self.candidates = [Candidate(concept_id, concept_id, concept_id, score) for concept_id, score in scored]
 
-    def generate(self, mentions, top_k, capitals=None):
+    def generate(self, mentions, top_k, capitals=None, langs=None):
         return [self.candidates[:top_k] for _ in mentions]
 
 

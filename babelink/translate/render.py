@@ -1,0 +1,254 @@
+"""English renderings of a normalised mention through a bilingual lexicon, word by word.
+
+A rendering is a cheap translation that an English-heavy KB can be searched with: each word is
+replaced by one of its English senses, and several renderings try the words' next senses. The
+word-level translation knowledge of 001 §2.2 carries across languages where the multilingual
+encoder's own alignment is weak (the "infarto de miocardio" → "infarction of myocardium" kind).
+
+- Words: spaced scripts split on spaces; Chinese, Japanese and Thai runs are segmented by
+  forward maximum matching against the lexicon's own entries (`segment`).
+- Inflection: a word missing from the lexicon backs off to the entry that shares its longest
+  prefix, when what differs is a short ending on either side ("enfermedades" → "enfermedad",
+  Finnish "sydämen" → "sydän"); a long word that still has no match is tried as a compound of
+  two entries ("herzinfarkt" → "herz" + "infarkt").
+- English stays English: a word the lexicon lacks but the KB's English names contain
+  ("mellitus", "HbA1c") is kept as it is, as are words nothing matches.
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import itertools
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import regex
+
+from babelink.translate.lexicon import Lexicon
+
+#: Runs of scripts written without spaces, which lexicon-driven segmentation splits into words.
+_UNSPACED_RUN = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}\u30FC\u3005\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}]+")
+#: A run of katakana (group 1) or of the other unspaced scripts.
+_KATAKANA_SPLIT = regex.compile(r"([\p{Katakana}\u30FC]+)|[^\p{Katakana}\u30FC]+")
+_GRAPHEME = regex.compile(r"\X")
+#: Longest phrase entry matched as one word.
+MAX_PHRASE_WORDS = 6
+
+
+@dataclass(frozen=True)
+class RenderParams:
+    """`senses`: senses tried per word; `renderings`: English queries per mention at most;
+    `min_stem`: shortest shared prefix an inflected word may back off to; `min_compound`: shortest
+    word tried as a compound (each part at least `min_stem` characters)."""
+
+    senses: int = 3
+    renderings: int = 5
+    min_stem: int = 4
+    min_compound: int = 8
+
+
+@dataclass(frozen=True)
+class _Vocabulary:
+    """One language's lexicon entries and what lookups into them need."""
+
+    entries: dict[str, tuple[str, ...]]
+    sorted_keys: list[str]  # for prefix search (`Renderer._stem`)
+    longest_chars: int  # longest entry, in characters (unspaced segmentation)
+    longest_words: int  # longest entry, in words, capped at MAX_PHRASE_WORDS (phrase matching)
+
+    @classmethod
+    def of(cls, entries: dict[str, tuple[str, ...]]) -> _Vocabulary:
+        return cls(entries, sorted(entries), max(map(len, entries), default=1),
+                   min(MAX_PHRASE_WORDS, max((key.count(" ") + 1 for key in entries), default=1)))
+
+
+@dataclass(frozen=True)
+class Word:
+    text: str
+    senses: tuple[str, ...]  # English renderings, best first; (text,) when kept as it is
+    found: bool = True  # in the lexicon (exactly, by its stem, or as a compound)
+
+    @property
+    def translated(self) -> bool:
+        return self.senses != (self.text,)
+
+
+class Renderer:
+    """Renders normalised mentions of one language at a time into English (`render`)."""
+
+    def __init__(self, lexicon: Lexicon, english_words: Iterable[str], params: RenderParams = RenderParams()):
+        self.lexicon = lexicon
+        self.english_words = frozenset(english_words)
+        self.params = params
+        self._vocabularies: dict[str, _Vocabulary] = {}
+        self.words = functools.lru_cache(maxsize=200_000)(self._words)
+
+    def render(self, normalized: str, lang: str | None = None) -> list[str]:
+        """Up to `params.renderings` distinct English renderings, other than the mention itself:
+        first every word's best sense, then one word at a time its next senses. `lang` None:
+        through each language `languages` finds, alternating between them."""
+        per_language = [self._renderings(normalized, code) for code in self.languages(normalized, lang)]
+        texts = dict.fromkeys(text for group in itertools.zip_longest(*per_language) for text in group if text)
+        texts.pop(normalized, None)
+        return list(texts)[: self.params.renderings]
+
+    def _renderings(self, normalized: str, lang: str) -> list[str]:
+        words = self.words(normalized, lang)
+        if not any(word.translated for word in words):
+            return []
+        first = tuple(word.senses[0] for word in words)
+        # A short phrase reversed: many languages put the modifier after its head ("colesterol
+        # alto" → "cholesterol high" → "high cholesterol"); measured to help in every visible one.
+        reordered = [first[::-1]] if 2 <= len(first) <= 3 else []
+        renderings = [first, *reordered] + [first[:position] + (word.senses[rank],) + first[position + 1 :]
+                                            for rank in range(1, self.params.senses)
+                                            for position, word in enumerate(words) if rank < len(word.senses)]
+        return [" ".join(rendering) for rendering in renderings]
+
+    def languages(self, normalized: str, lang: str | None = None) -> list[str]:
+        """The lexicon languages to render a mention from: `lang` when given (none if the bundle
+        has no lexicon for it); else none for a mention whose words are all English KB words,
+        and otherwise the languages whose lexicon knows the largest share of its characters
+        (several on a tie: a short mention is often a word of several languages)."""
+        if lang is not None:
+            return [lang] if lang in self.lexicon.languages else []
+        if all(word in self.english_words for word in normalized.split()):
+            return []
+        coverage = {code: self.coverage(normalized, code) for code in self.lexicon.languages}
+        best = max(coverage.values(), default=0.0)
+        return [code for code, share in coverage.items() if share == best] if best > 0 else []
+
+    def coverage(self, normalized: str, lang: str) -> float:
+        """Share of the mention's characters in words found in the lexicon of `lang`."""
+        words = self.words(normalized, lang)
+        total = sum(len(word.text) for word in words)
+        return sum(len(word.text) for word in words if word.found) / total if total else 0.0
+
+    def _words(self, normalized: str, lang: str) -> tuple[Word, ...]:
+        words: list[Word] = []
+        position = 0
+        for run in _UNSPACED_RUN.finditer(normalized):
+            words += [self._word(token, lang) for token in self.phrases(normalized[position : run.start()], lang)]
+            words += [self._word(token, lang, spaced=False) for token in self.segment(run[0], lang)]
+            position = run.end()
+        words += [self._word(token, lang) for token in self.phrases(normalized[position:], lang)]
+        return tuple(words)
+
+    def phrases(self, text: str, lang: str) -> list[str]:
+        """The words of spaced text, where the longest run of words that is itself an entry (a
+        glossary's "infarto agudo de miocardio") stays together."""
+        tokens = text.split()
+        vocabulary = self._vocabulary(lang)
+        entries, longest = vocabulary.entries, vocabulary.longest_words
+        out: list[str] = []
+        start = 0
+        while start < len(tokens):
+            end = next((end for end in range(min(len(tokens), start + longest), start + 1, -1)
+                        if " ".join(tokens[start:end]) in entries), start + 1)
+            out.append(" ".join(tokens[start:end]))
+            start = end
+        return out
+
+    def segment(self, run: str, lang: str) -> list[str]:
+        """Split an unspaced run into lexicon entries covering as many characters as possible,
+        in as few words as possible (dynamic programming over grapheme boundaries). Characters
+        no entry covers form unknown words between them; a katakana run is one word (a
+        transliterated loanword, which sub-words of it would mistranslate)."""
+        return [word for part in _KATAKANA_SPLIT.finditer(run)
+                for word in ([part[0]] if part[1] else self._segment_unspaced(part[0], lang))]
+
+    def _segment_unspaced(self, run: str, lang: str) -> list[str]:
+        vocabulary = self._vocabulary(lang)
+        entries, longest = vocabulary.entries, vocabulary.longest_chars
+        cuts = [match.start() for match in _GRAPHEME.finditer(run)] + [len(run)]
+        # best[i]: (uncovered characters, words) of the best split of run[:cuts[i]], and its previous cut
+        best: list[tuple[tuple[int, int], int]] = [((0, 0), -1)] + [((len(run) + 1, 0), -1)] * (len(cuts) - 1)
+        for end in range(1, len(cuts)):
+            for start in range(end - 1, -1, -1):
+                piece = run[cuts[start] : cuts[end]]
+                if len(piece) > longest and end - start > 1:
+                    break
+                known = piece in entries
+                if not known and end - start > 1:
+                    continue
+                (uncovered, words), _ = best[start]
+                cost = (uncovered + (0 if known else len(piece)), words + 1)
+                if cost < best[end][0]:
+                    best[end] = (cost, start)
+        pieces: list[tuple[str, bool]] = []
+        end = len(cuts) - 1
+        while end > 0:
+            start = best[end][1]
+            piece = run[cuts[start] : cuts[end]]
+            pieces.append((piece, piece in entries))
+            end = start
+        return _merge_unknown(reversed(pieces))
+
+    def _word(self, token: str, lang: str, spaced: bool = True) -> Word:
+        entries = self._vocabulary(lang).entries
+        if token in entries:
+            return Word(token, entries[token][: self.params.senses])
+        if token in self.english_words or not spaced or token.isdigit():
+            return Word(token, (token,), found=False)
+        stem = self._stem(token, lang)
+        if stem is not None:
+            return Word(token, entries[stem][: self.params.senses])
+        parts = self._compound(token, lang)
+        if parts is not None:
+            return Word(token, (" ".join(entries[part][0] for part in parts),))
+        return Word(token, (token,), found=False)
+
+    def _stem(self, token: str, lang: str) -> str | None:
+        """The entry sharing the longest prefix (at least `min_stem`) with `token`, when each
+        side's remaining ending is short (a third of the word, at least 3 characters)."""
+        if len(token) <= self.params.min_stem:
+            return None
+        keys = self._vocabulary(lang).sorted_keys
+        slack = max(3, len(token) // 3)
+        for length in range(len(token), max(self.params.min_stem, len(token) - slack) - 1, -1):
+            prefix = token[:length]
+            index = bisect.bisect_left(keys, prefix)
+            matches = []
+            while index < len(keys) and keys[index].startswith(prefix):
+                if len(keys[index]) - length <= slack:
+                    matches.append(keys[index])
+                index += 1
+            if matches:
+                return min(matches, key=lambda key: (len(key), key))  # the bare stem before its inflections
+        return None
+
+    def _compound(self, token: str, lang: str) -> tuple[str, str] | None:
+        """`token` as two lexicon entries, the second as long as possible (compound heads
+        come last in the languages that write compounds as one word); a linking "s" or "n"
+        between them may be dropped ("lungen|entzündung", "infektions|krankheit")."""
+        if len(token) < self.params.min_compound:
+            return None
+        entries = self._vocabulary(lang).entries
+        shortest = self.params.min_stem - 1
+        for cut in range(shortest, len(token) - shortest + 1):
+            head, tail = token[:cut], token[cut:]
+            if tail not in entries:
+                continue
+            for modifier in (head, head[:-1] if head[-1:] in "sn" else None):
+                if modifier and len(modifier) >= shortest and modifier in entries:
+                    return modifier, tail
+        return None
+
+    def _vocabulary(self, lang: str) -> _Vocabulary:
+        if lang not in self._vocabularies:
+            self._vocabularies[lang] = _Vocabulary.of(self.lexicon.entries(lang))
+        return self._vocabularies[lang]
+
+
+def _merge_unknown(pieces: Iterable[tuple[str, bool]]) -> list[str]:
+    """Words of a segmentation, adjacent unknown pieces joined into one word."""
+    words: list[str] = []
+    previous_known = True
+    for piece, known in pieces:
+        if not known and not previous_known:
+            words[-1] += piece
+        else:
+            words.append(piece)
+        previous_known = known
+    return words

@@ -1,0 +1,113 @@
+"""Retrieval through English renderings: the fusion rule, and a real bundle that stores lexicons."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from support import babelink
+
+from babelink.bundle.store import build_bundle, load_bundle
+from babelink.kb.base import KnowledgeBaseBuilder
+from babelink.link.linker import Linker
+from babelink.retrieve.candidate import Candidate
+from babelink.retrieve.translation import TranslatingGenerator, fuse
+from babelink.translate import read_lexicons
+
+
+def candidates(*scored):
+    return [Candidate(concept_id, concept_id.lower(), concept_id.lower(), score) for concept_id, score in scored]
+
+
+def test_fuse_keeps_each_concepts_best_score_and_says_which_rendering_found_it():
+    original = candidates(("A", 0.90), ("B", 0.85))
+    translated = [("heart disease", candidates(("B", 0.99), ("C", 0.95))), ("cardiac disease", candidates(("B", 0.97)))]
+    fused = fuse(original, translated)
+    assert [(c.concept_id, c.score, c.translated) for c in fused] == [
+        ("B", 0.99, "heart disease"), ("C", 0.95, "heart disease"), ("A", 0.90, None)]
+
+
+def test_fuse_never_demotes_what_the_mention_matched_better():
+    original = candidates(("A", 0.97))
+    fused = fuse(original, [("garbled", candidates(("A", 0.40), ("Z", 0.60)))])
+    assert [(c.concept_id, c.score, c.translated) for c in fused] == [("A", 0.97, None), ("Z", 0.60, "garbled")]
+
+
+def test_fuse_without_renderings_is_the_original():
+    original = candidates(("A", 0.9))
+    assert fuse(original, []) == original
+
+
+KB = {"C1": ["Heart disease", "Cardiopathy"], "C2": ["Lung disease"], "C3": ["Diabetes mellitus"],
+      "C4": ["Asthma", "Bronchial asthma"], "C5": ["Heart"]}
+
+
+@pytest.fixture(scope="module")
+def lexicon_dir(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("lexicons")
+    (folder / "en-es.tsv").write_text("heart\tcorazón\ndisease\tenfermedad\nof\tdel\nlung\tpulmón\n", encoding="utf-8")
+    (folder / "en-ru.tsv").write_text("diabetes mellitus\tсахарный диабет\nsugar\tсахар\nasthma\tастма\n"
+                                      "bronchial\tбронхиальная\npatient\tпациент\nand\tи\n", encoding="utf-8")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory, lexicon_dir):
+    builder = KnowledgeBaseBuilder()
+    for concept_id, names in KB.items():
+        for position, name in enumerate(names):
+            builder.add_name(concept_id, name, lang="en", preferred=position == 0)
+    out = tmp_path_factory.mktemp("bundle") / "b"
+    return build_bundle(builder.build(), out, retriever="sparse", translations=read_lexicons([lexicon_dir]))
+
+
+def test_bundle_records_and_loads_its_lexicons(bundle):
+    loaded = load_bundle(bundle)
+    translations = loaded.manifest["translations"]
+    assert translations["languages"] == {"es": 4, "ru": 6}
+    assert {source["file"] for source in translations["sources"]} == {"en-es.tsv", "en-ru.tsv"}
+    assert "translations/lexicon.parquet" in loaded.manifest["files"]
+    assert loaded.lexicon.entries("ru")["сахарный диабет"] == ("diabetes mellitus",)
+    assert isinstance(Linker(loaded).generator, TranslatingGenerator)
+
+
+def test_normalize_searches_through_the_rendering(bundle):
+    linker = Linker.open(bundle)
+    best = linker.normalize("enfermedades del corazón", top_k=3, lang="es")[0]
+    assert best.concept_id == "C1" and best.translated == "disease of heart"
+    guessed = linker.normalize("сахарный диабет", top_k=1)[0]  # language guessed from the lexicons
+    assert guessed.concept_id == "C3" and guessed.translated == "diabetes mellitus"
+    assert linker.normalize("Heart disease", top_k=1)[0].translated is None  # a KB name: not rendered
+
+
+def test_link_finds_mentions_in_a_script_without_kb_names(bundle):
+    linker = Linker.open(bundle, link_threshold=0.9)
+    linked = linker.link("У пациента сахарный диабет и бронхиальная астма.", lang="ru")
+    found = {(m.text, m.concept.concept_id) for m in linked.mentions}
+    assert ("сахарный диабет", "C3") in found and ("бронхиальная астма", "C4") in found
+    for mention in linked.mentions:
+        assert linked.text[mention.start : mention.end] == mention.text
+
+
+def test_cli_build_and_normalize_with_translations(tmp_path, lexicon_dir):
+    kb = tmp_path / "kb.tsv"
+    kb.write_text("id\tname\tlang\n" + "".join(f"{cid}\t{name}\ten\n" for cid, names in KB.items() for name in names),
+                  encoding="utf-8")
+    out = tmp_path / "bundle"
+    built = babelink("build", "--kb", kb, "--out", out, "--retriever", "sparse", "--translations", lexicon_dir)
+    assert built.returncode == 0, built.stderr
+    assert "lexicons for es, ru" in built.stderr
+    result = babelink("normalize", "--bundle", out, "--lang", "es", "--top-k", "1", "enfermedad del pulmón")
+    record = json.loads(result.stdout)
+    assert record["candidates"][0]["id"] == "C2" and record["candidates"][0]["translated"] == "disease of lung"
+
+
+def test_cli_bad_lexicon_is_one_clear_line(tmp_path):
+    kb = tmp_path / "kb.tsv"
+    kb.write_text("id\tname\nC1\tHeart\n", encoding="utf-8")
+    bad = tmp_path / "en-es.tsv"
+    bad.write_text("heart\tcorazón\nbroken line\n", encoding="utf-8")
+    result = babelink("build", "--kb", kb, "--out", tmp_path / "b", "--retriever", "sparse", "--translations", bad)
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert "en-es.tsv:2: expected 'english<TAB>foreign'" in result.stderr
+    assert not (tmp_path / "b").exists()

@@ -1,0 +1,83 @@
+"""English renderings: segmentation of unspaced scripts, inflection and compound backoff, senses, languages."""
+
+from __future__ import annotations
+
+import pytest
+
+from babelink.translate.lexicon import Lexicon
+from babelink.translate.render import Renderer, RenderParams
+
+SENSES = {
+    "es": {"infarto": ("infarction", "heart attack"), "de": ("of", "from"), "miocardio": ("myocardium",),
+           "enfermedad": ("disease",), "crónico": ("chronic",), "diabetes": ("diabetes",), "tipo": ("type",)},
+    "de": {"herz": ("heart",), "infarkt": ("infarction",), "lunge": ("lung",), "entzündung": ("inflammation",),
+           "diabetes": ("diabetes",), "typ": ("type",)},
+    "zh": {"糖尿病": ("diabetes",), "糖尿": ("glycosuria",), "型": ("type",), "高血压": ("hypertension",),
+           "和": ("and",)},
+    "ja": {"関節": ("joint",), "関節炎": ("arthritis",), "炎": ("inflammation",), "リウマチ": ("rheumatism",),
+           "ウマ": ("horse",)},
+    "th": {"ความดัน": ("pressure",), "ความ": ("matter",), "โลหิต": ("blood",), "สูง": ("high",)},
+    "fi": {"sydän": ("heart",), "vajaatoiminta": ("insufficiency",)},
+}
+
+
+@pytest.fixture(scope="module")
+def renderer():
+    return Renderer(Lexicon({lang: dict(entries) for lang, entries in SENSES.items()}),
+                    english_words=["mellitus", "diabetes", "heart", "attack"])
+
+
+@pytest.mark.parametrize(("text", "lang", "words"), [
+    ("2型糖尿病", "zh", ["2", "型", "糖尿病"]),          # the longest entry wins over 糖尿 + 病
+    ("糖尿病和高血压", "zh", ["糖尿病", "和", "高血压"]),
+    ("リウマチ関節炎", "ja", ["リウマチ", "関節炎"]),     # a katakana run is one word, never リ|ウマ|チ
+    ("ความดันโลหิตสูง", "th", ["ความดัน", "โลหิต", "สูง"]),
+    ("未知糖尿病", "zh", ["未知", "糖尿病"]),              # unknown characters form one word
+])
+def test_unspaced_scripts_are_segmented_by_the_lexicon(renderer, text, lang, words):
+    assert [word.text for word in renderer.words(text, lang)] == words
+
+
+def test_thai_segments_never_split_a_grapheme(renderer):
+    for word in renderer.words("ความดันสูงมากๆ", "th"):
+        assert not word.text[0] in "\u0e31\u0e34\u0e35\u0e36\u0e37\u0e38\u0e39\u0e47\u0e48\u0e49\u0e4a\u0e4b"
+
+
+def test_renderings_try_reversed_order_then_next_senses_one_word_at_a_time(renderer):
+    assert renderer.render("infarto de miocardio", "es") == [
+        "infarction of myocardium", "myocardium of infarction", "heart attack of myocardium",
+        "infarction from myocardium"]
+
+
+def test_rendering_count_is_capped():
+    capped = Renderer(Lexicon({"es": dict(SENSES["es"])}), [], RenderParams(renderings=1))
+    assert capped.render("infarto de miocardio", "es") == ["infarction of myocardium"]
+
+
+@pytest.mark.parametrize(("text", "lang", "rendering"), [
+    ("enfermedades crónicas", "es", "disease chronic"),     # inflected forms back off to their stems
+    ("sydämen vajaatoiminta", "fi", "heart insufficiency"),
+    ("herzinfarkt", "de", "heart infarction"),               # a compound of two entries
+    ("lungenentzündung", "de", "lung inflammation"),         # with a linking "n"
+    ("diabetes mellitus tipo 2", "es", "diabetes mellitus type 2"),  # English and digits kept
+])
+def test_inflection_compounds_and_english(renderer, text, lang, rendering):
+    assert renderer.render(text, lang)[0] == rendering
+
+
+def test_short_words_do_not_back_off(renderer):
+    assert renderer.render("dex", "es") == []
+
+
+def test_nothing_to_translate_gives_no_rendering(renderer):
+    assert renderer.render("heart attack", None) == []          # English words: no language is guessed
+    assert renderer.render("diabetes", "es") == []              # the rendering would be the mention itself
+    assert renderer.render("infarto", "ko") == []               # no lexicon for the given language
+
+
+def test_language_is_guessed_from_lexicon_coverage(renderer):
+    assert renderer.languages("infarto de miocardio") == ["es"]
+    assert renderer.languages("diabetes typ 2") == ["de"]
+    assert renderer.languages("糖尿病") == ["zh"]
+    assert renderer.languages("zzzz") == []
+    assert renderer.render("herzinfarkt") == ["heart infarction"]
