@@ -2,8 +2,9 @@
 
 `nlp.add_pipe("babelink", config={"bundle": "bundles/ncbi"})` finds the factory through the
 `spacy_factories` entry point, so babelink need not be imported first. Entities carry the
-concept id as `kb_id_`; `span._.babelink_score`, `._.babelink_name` and `._.babelink_candidates`
-hold the rest, `doc._.babelink_mentions` every linked mention as `LinkedMention.to_dict` gives it.
+concept id as `kb_id_`; `span._.babelink_score`, `._.babelink_probability` (calibrated),
+`._.babelink_name` and `._.babelink_candidates` hold the rest, `doc._.babelink_mentions` every
+linked mention as `LinkedMention.to_dict` gives it.
 Offsets are mapped to the tokens covering them (`alignment_mode="expand"`), so a tokenizer that
 does not split a script (blank "xx" on unspaced Chinese) merges the mentions inside one token.
 """
@@ -21,7 +22,7 @@ from babelink.formats.document import Document
 from babelink.link.linker import Linker
 from babelink.link.mentions import LinkedDocument, LinkedMention
 
-SPAN_EXTENSIONS = ("babelink_score", "babelink_name", "babelink_candidates")
+SPAN_EXTENSIONS = ("babelink_score", "babelink_probability", "babelink_name", "babelink_candidates")
 DOC_EXTENSIONS = ("babelink_mentions",)
 
 
@@ -78,6 +79,7 @@ class BabelinkComponent:
         for span in kept:
             mention = found[span.start, span.end][1]
             span._.babelink_score = mention.score
+            span._.babelink_probability = mention.concept.probability
             span._.babelink_name = mention.concept.name
             span._.babelink_candidates = [candidate.to_dict() for candidate in mention.candidates]
         return doc

@@ -4,7 +4,9 @@
 
 Builds (or reuses, see `report.cached_bundle`) one default hybrid bundle per KB (open-umls;
 CTD MEDIC), then scores each system on XL-BEL v0.0 (visible languages, in-KB), Mantra GSC
-(in-KB), NCBI-disease test and BC5CDR-Disease test. The labeled-span index of `hybrid + spans`
+(in-KB), QUAERO dev (in-KB; a dev split, used in tuning), NCBI-disease test and BC5CDR-Disease
+test. `hybrid + translations` attaches the shared MUSE lexicons to the open-umls bundle, which
+is what `build --translations` stores beside the same indexes. The labeled-span index of `hybrid + spans`
 holds the mentions of the corpus's own train split. Every build and every system runs in its
 own process, so peak RSS is that step's alone. `--encoder` builds the bundles with a trained
 checkpoint (e.g. `babelink train sap` output) instead of the bundled encoder. Appends a section
@@ -40,8 +42,13 @@ from babelink.retrieve.generators import (
     SparseGenerator,
 )
 from babelink.retrieve.switching import SwitchingGenerator
+from babelink.retrieve.translation import TranslatingGenerator
+from babelink.translate import Renderer, english_words, read_lexicons
 
-SETS = {"open-umls": ("xlbel", "mantra"), "ctd-medic": ("ncbi", "bc5cdr")}
+SETS = {"open-umls": ("xlbel", "mantra", "quaero"), "ctd-medic": ("ncbi", "bc5cdr")}
+#: Translation lexicons of `hybrid + translations` (under the shared data), and the sets it runs on.
+LEXICONS = "translations/muse"
+TRANSLATED_SETS = ("xlbel", "mantra", "quaero")
 TRAIN_FILES = {"ncbi": "ncbi_disease/NCBItrainset_corpus.txt", "bc5cdr": "bc5cdr/CDR_TrainingSet.PubTator.txt"}
 SYSTEMS = {
     "exact match": "dictionary baseline: normalised string equality",
@@ -53,6 +60,8 @@ SYSTEMS = {
         "HNSW inner-product search (the default index)"
     ),
     "hybrid": "babelink default: sparse and dense cosines fused (weights from dev data)",
+    "hybrid + translations": "hybrid, each mention also searched through its English renderings by the MUSE "
+    "lexicons (`build --translations ../shared/data/translations/muse`), language guessed; open-umls sets only",
     "hybrid + spans": "hybrid behind index switching, labeled-span index from the corpus's train split",
     "hybrid + spans + abbreviations": "the same, short forms defined in the mention's document searched as their "
     "long form",
@@ -103,6 +112,9 @@ def _generator(bundle, system: str, data: Path, set_name: str, scratch: str, tun
                                    HybridParams(dense_weight=tuned["dense_weight"]))
     if system == "hybrid":
         return kb_generator
+    if system == "hybrid + translations":
+        renderer = Renderer(read_lexicons([data / LEXICONS]), english_words(bundle.kb))
+        return TranslatingGenerator(kb_generator, renderer, bundle.names)
     documents = augment.read_annotated(data / "bench" / TRAIN_FILES[set_name])
     spans = augment.span_kb(documents, bundle.kb)
     spans_bundle = load_bundle(build_bundle(spans, Path(scratch) / set_name, retriever="hybrid",
@@ -118,11 +130,14 @@ def system_step(bundle_path: str, system: str, data: str, set_names: tuple[str, 
     for set_name in set_names:
         if system.startswith("hybrid + spans") and set_name not in TRAIN_FILES:
             continue
+        if system == "hybrid + translations" and set_name not in TRANSLATED_SETS:
+            continue
         query_set = {
             "xlbel": lambda: benchmark.xlbel_set(Path(data), bundle.kb),
             "mantra": lambda: benchmark.mantra_set(Path(data), bundle.kb),
             "ncbi": lambda: benchmark.ncbi_set(Path(data), bundle.kb),
             "bc5cdr": lambda: benchmark.bc5cdr_set(Path(data), bundle.kb),
+            "quaero": lambda: benchmark.quaero_set(Path(data), bundle.kb),
         }[set_name]()
         with tempfile.TemporaryDirectory() as scratch:
             linker = Linker(bundle, _generator(bundle, system, Path(data), set_name, scratch, tuned))

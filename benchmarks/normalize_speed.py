@@ -5,7 +5,8 @@
 Workload: the 5,000 XL-BEL v0.0 mentions (en, es, de, zh, ja) against the open-umls default
 bundle, top-5, through `Linker.normalize` (the CLI's path). Baseline in the same run: the same
 linker with the encoder in fp32. Then the default repeated over the same mentions (a corpus's
-repeats are served by the encoder cache), and a cProfile breakdown of the default.
+repeats are served by the encoder cache), the default with the shared MUSE translation lexicons
+attached (what `build --translations` stores), and a cProfile breakdown of the default.
 """
 
 from __future__ import annotations
@@ -24,6 +25,11 @@ from babelink.eval import benchmark
 from babelink.formats.xlbel import read_xlbel
 from babelink.link.linker import Linker
 from babelink.retrieve.generators import HybridGenerator, HybridParams
+from babelink.retrieve.translation import TranslatingGenerator
+from babelink.translate import Renderer, english_words, read_lexicons
+
+#: The translation lexicons of the `hybrid + translations` row, under the shared data.
+LEXICONS = "translations/muse"
 
 #: Profile rows: label → (file name, function) pairs; each pair counts the largest cumulative time
 #: among matching entries (nested `forward`s of one model file share a name), pairs are summed.
@@ -38,14 +44,15 @@ STAGES = {
 }
 
 
-def _linker(bundle, precision: str | None) -> Linker:
+def _linker(bundle, precision: str | None, lexicon=None) -> Linker:
     entry = dict(bundle.manifest["dense"]["encoder"])
     if precision:
         entry["precision"] = precision
     encoder = CachedEncoder(encoder_from_manifest(entry, bundle.path))
-    return Linker(
-        bundle, HybridGenerator(bundle.kb, bundle.names, bundle.sparse, bundle.dense, encoder, HybridParams())
-    )
+    generator = HybridGenerator(bundle.kb, bundle.names, bundle.sparse, bundle.dense, encoder, HybridParams())
+    if lexicon is not None:
+        generator = TranslatingGenerator(generator, Renderer(lexicon, english_words(bundle.kb)), bundle.names)
+    return Linker(bundle, generator)
 
 
 def _rate(linker: Linker, mentions: list[str], repeats: int = 1) -> float:
@@ -81,6 +88,7 @@ def main() -> None:
     default = _linker(bundle, None)
     default_rate = _rate(default, stream)
     warm_rate = _rate(default, stream, repeats=2)  # every mention already in the cache
+    translated_rate = _rate(_linker(bundle, None, read_lexicons([args.data / LEXICONS])), stream)
     total, stages = _profile(_linker(bundle, None), stream)
     lines = [
         f"## {time.strftime('%Y-%m-%d')} — normalize speed, default hybrid (commit `{commit()}`)",
@@ -105,6 +113,8 @@ def main() -> None:
             f"{default_rate / baseline:.2f} |"
         ),
         f"| hybrid, default, mentions seen before (encoder cache) | {warm_rate:,.0f} | {warm_rate / baseline:.2f} |",
+        (f"| hybrid + translations (MUSE lexicons, language guessed) | {translated_rate:,.0f} | "
+         f"{translated_rate / baseline:.2f} |"),
         "",
         f"Profile of the default over the same stream ({total:.2f} s under cProfile):",
         "",

@@ -37,8 +37,10 @@ def test_english_entities_and_extensions(english):
                           ("asthma", "ENTITY", "C0004096")]
     first = doc.ents[0]
     assert first._.babelink_name == "Diabetes mellitus" and first._.babelink_score == pytest.approx(1.0)
+    assert 0.0 <= first._.babelink_probability <= 1.0
     assert first._.babelink_candidates[0] == {"id": "C0011849", "name": "Diabetes mellitus",
-                                              "matched_name": "Diabetes mellitus", "score": 1.0}
+                                              "matched_name": "Diabetes mellitus", "score": 1.0,
+                                              "probability": round(first._.babelink_probability, 4)}
     assert [(m["start"], m["end"], m["concept"]) for m in doc._.babelink_mentions] == [
         (ent.start_char, ent.end_char, ent.kb_id_) for ent in doc.ents]
     assert "candidates" in doc._.babelink_mentions[0]

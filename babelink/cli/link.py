@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from babelink.cli.options import BundleOption, FilterOption, counted
+from babelink.cli.options import BundleOption, FilterOption, MinProbabilityOption, counted
 from babelink.errors import InvalidInputError
 from babelink.fsutil import refuse_same_file
 
@@ -49,6 +49,7 @@ def link(
     candidates: Annotated[
         bool, typer.Option("--candidates", help="JSONL: each mention's ranked candidates too.")
     ] = False,
+    min_probability: MinProbabilityOption = None,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Documents linked together.")] = 16,
     overwrite: Annotated[
         bool,
@@ -100,15 +101,16 @@ def link(
                    err=True)
     documents = ([Document(str(number), text, lang=lang) for number, text in enumerate(texts, start=1)] if texts
                  else read_input_documents(input_path, lang=lang))
+    params = {} if min_probability is None else {"min_probability": min_probability}
     if engine is Engine.ray:
         from babelink.corpus.ray_engine import link_with_ray
 
-        results = link_with_ray(documents, done, bundle=bundle, context_filter=context_filter,
+        results = link_with_ray(documents, done, bundle=bundle, context_filter=context_filter, params=params,
                                 batch_size=batch_size, workers=ray_workers, address=ray_address)
     else:
         from babelink.link.linker import Linker
 
-        linker = Linker.open(bundle, filter=context_filter, ner=ner)  # loaded now; documents link lazily
+        linker = Linker.open(bundle, filter=context_filter, ner=ner, **params)  # loaded now; documents link lazily
         results = linker.link_stream((d for d in documents if d.id not in done), batch_size)
     with counted("linking", skipped=len(done)) as advance:
         write_linked((advance(result) for result in results), output, output_format.value, candidates=candidates,

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from babelink.cli.options import BundleOption
+from babelink.cli.options import BundleOption, MinProbabilityOption
 from babelink.errors import InvalidInputError
 from babelink.fsutil import refuse_same_file
 from babelink.retrieve.candidate import MAX_TOP_K
@@ -34,6 +34,7 @@ def normalize(
     lang: Annotated[str | None, typer.Option(
         "--lang", help="Language of the mentions (ISO 639-1 or UMLS LAT); with translation lexicons in the bundle, "
                        "guessed per mention when omitted.")] = None,
+    min_probability: MinProbabilityOption = None,
     skip_invalid: Annotated[bool, typer.Option(
         "--skip-invalid", help="Write an error record for an unusable mention and go on, instead of stopping "
                                "at its line.")] = False,
@@ -58,7 +59,7 @@ def normalize(
     with atomic_output(output) as out:
         if output_format is OutputFormat.tsv:
             out.write(TSV_HEADER)
-        for item in normalize_lines(linker, lines, top_k, source, skip_invalid, lang):
+        for item in normalize_lines(linker, lines, top_k, source, skip_invalid, lang, min_probability or 0.0):
             if item.error is not None:
                 typer.echo(f"{source}:{item.line}: skipped: {item.error}", err=True)
             if output_format is OutputFormat.tsv:

@@ -18,6 +18,12 @@ FilterOption = Annotated[
 InitOption = Annotated[
     str, typer.Option("--init", help="'default' (bundled multilingual-e5-small) or a checkpoint directory.")
 ]
+MinProbabilityOption = Annotated[
+    float | None, typer.Option(
+        "--min-probability", min=0.0, max=1.0,
+        help="Keep only concepts whose calibrated probability of being right reaches this (link: the default "
+             "chosen on dev data; normalize: 0, and a mention with none left is NIL).")
+]
 KbFormatOption = Annotated[
     str | None, typer.Option("--kb-format", help="umls|ctd|obo|tsv|jsonl|parquet; inferred when omitted.")
 ]

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from babelink.cli.options import BundleOption, FilterOption
+from babelink.cli.options import BundleOption, FilterOption, MinProbabilityOption
 
 
 def info(bundle: BundleOption = None) -> None:
@@ -23,6 +23,7 @@ def serve(
     host: Annotated[str, typer.Option("--host", help="Interface to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=0, max=65535)] = 8000,
     context_filter: FilterOption = None,
+    min_probability: MinProbabilityOption = None,
     workers: Annotated[int, typer.Option(
         "--workers", min=1, help="Threads running model work (torch already uses every core).")] = 1,
     queue: Annotated[int, typer.Option(
@@ -40,7 +41,8 @@ def serve(
     from babelink.link.linker import Linker
     from babelink.serve import ServiceLimits, create_app
 
-    linker = Linker.open(bundle, filter=context_filter)
+    linker = Linker.open(bundle, filter=context_filter,
+                         **({} if min_probability is None else {"min_probability": min_probability}))
     service = create_app(linker, ServiceLimits(workers=workers, queue=queue, timeout=timeout))
     typer.echo(f"serving {linker.bundle.path} on http://{host}:{port}/", err=True)
     # Bounds what idle or half-open sockets can hold; read timeouts for slow clients need a proxy (README).

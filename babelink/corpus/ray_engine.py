@@ -34,12 +34,12 @@ class LinkActor:
     """One per worker: the linker is built once and links every batch the actor is sent. Errors
     come back as an `error` column, since Ray passes the driver only a traceback string."""
 
-    def __init__(self, bundle: str | None, context_filter: str | None):
+    def __init__(self, bundle: str | None, context_filter: str | None, params: dict):
         from babelink.link.linker import Linker
 
         self.linker, self.error = None, None
         try:
-            self.linker = Linker.open(bundle, filter=context_filter)
+            self.linker = Linker.open(bundle, filter=context_filter, **params)
         except BabelinkError as error:
             self.error = str(error)
 
@@ -63,10 +63,12 @@ class LinkActor:
 
 
 def link_with_ray(documents: Iterable[Document], skip: set[str], *, bundle: Path | None, context_filter: Path | None,
-                  batch_size: int, workers: int, address: str | None) -> Iterator[LinkedDocument]:
-    """Linked documents, in input order, except those whose id is in `skip`."""
+                  batch_size: int, workers: int, address: str | None, params: dict | None = None
+                  ) -> Iterator[LinkedDocument]:
+    """Linked documents, in input order, except those whose id is in `skip`; `params` are
+    `LinkParams` fields."""
     ray, data = _import_ray()
-    actor_options = {"bundle": _path(bundle), "context_filter": _path(context_filter)}
+    actor_options = {"bundle": _path(bundle), "context_filter": _path(context_filter), "params": params or {}}
     logging.getLogger("ray.data").setLevel(logging.ERROR)
     context = data.DataContext.get_current()
     context.execution_options.preserve_order = True

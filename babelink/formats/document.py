@@ -24,6 +24,7 @@ class Annotation:
     concept_ids: tuple[str, ...]
     type: str = ""
     fragments: tuple[tuple[int, int], ...] = ()
+    infons: tuple[tuple[str, str], ...] = ()  # (key, value) pairs a writer that has room for them keeps (BioC)
 
 
 @dataclass(frozen=True)

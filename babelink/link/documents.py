@@ -28,6 +28,7 @@ from babelink.formats.document import Document
 from babelink.link.context_filter import ContextFilter, filter_window
 from babelink.link.mentions import LinkedDocument, LinkedMention
 from babelink.link.ngram_search import ngram_search
+from babelink.retrieve.calibration import Calibration, check_probability
 from babelink.retrieve.candidate import Candidate, CandidateGenerator, check_top_k
 from babelink.text import normalize_name, written_in_capitals
 
@@ -56,12 +57,14 @@ class LinkParams:
     spans: SpanParams = field(default_factory=SpanParams)
     recall_threshold: float = 0.5
     link_threshold: float = 0.98
+    min_probability: float = 0.0
     overlap: str = "longest"
     top_k: int = 5
     resolve_abbreviations: bool = True
 
     def __post_init__(self):
         check_top_k(self.top_k)
+        check_probability(self.min_probability)
 
 
 @dataclass
@@ -80,8 +83,12 @@ class Proposal:
 
     @property
     def score(self) -> float:
-        """What overlap resolution compares: the filter's probability when there is one."""
-        return self.candidates[0].score if self.filter_score is None else self.filter_score
+        """What overlap resolution compares: the filter's probability when there is one, else the
+        calibrated probability, else the score."""
+        if self.filter_score is not None:
+            return self.filter_score
+        best = self.candidates[0]
+        return best.score if best.probability is None else best.probability
 
 
 @dataclass(frozen=True)
@@ -95,6 +102,7 @@ class DocumentLinker:
     params: LinkParams = field(default_factory=LinkParams)
     context_filter: ContextFilter | None = None
     detector: MentionDetector | None = None
+    calibration: Calibration | None = None
 
     def link(self, documents: Sequence[Document]) -> list[LinkedDocument]:
         """Link a batch of documents; a document's `lang` None is guessed per segment."""
@@ -155,13 +163,14 @@ class DocumentLinker:
         floor = self.params.recall_threshold if self.detector is None else float("-inf")
         recall = [candidates[0].score if candidates else 0.0 for candidates in _generate(self.recall, keys, 1)]
         kept = [key for key, score in zip(keys, recall) if score >= floor]
-        ranked = dict(zip(kept, _generate(self.ranker, kept, self.params.top_k)))
+        ranked = dict(zip(kept, self._calibrated(kept, _generate(self.ranker, kept, self.params.top_k))))
         searches.update((key, (score, ranked.get(key))) for key, score in zip(keys, recall))
         detector = "spans" if self.detector is None else self.detector.name
         for index, offset, stopwords, spans in per_segment:
             for span, text, key in spans:
                 recall_score, candidates = searches.get(key, (0.0, None))
-                if candidates and candidates[0].score >= self.params.link_threshold:
+                if candidates and candidates[0].score >= self.params.link_threshold and (
+                        candidates[0].probability is None or candidates[0].probability >= self.params.min_probability):
                     proposals[index].append(
                         Proposal(
                             span.start + offset,
@@ -175,6 +184,12 @@ class DocumentLinker:
                     )
                 elif self.detector is not None and key[0]:
                     proposals[index] += self._linked_ngrams(span, offset, detector, stopwords)
+
+    def _calibrated(self, keys: list[SearchKey], found: list[list[Candidate]]) -> list[list[Candidate]]:
+        """Candidates with the `link` model's probability that their span is a mention of them."""
+        if self.calibration is None:
+            return found
+        return [self.calibration.annotate("link", key[0], candidates) for key, candidates in zip(keys, found)]
 
     def _spans(self, segments) -> list[tuple[str | None, frozenset[str], list[Span]]]:
         """Each segment's language (given, or guessed from its stop words), stop words and

@@ -17,6 +17,7 @@ from babelink.link.context_filter import ContextFilter
 from babelink.link.documents import DocumentLinker, LinkParams
 from babelink.link.mentions import LinkedDocument
 from babelink.link.ngram_search import LinkedPart, ngram_search
+from babelink.retrieve.calibration import CALIBRATION_FILE, Calibration, Calibrator, check_probability, script_shares
 from babelink.retrieve.candidate import Candidate, CandidateGenerator, check_top_k
 from babelink.retrieve.factory import generator_for
 from babelink.text import normalized_mention, written_in_capitals
@@ -40,8 +41,10 @@ class Linker:
 
     def __init__(self, bundle: Bundle, generator: CandidateGenerator | None = None,
                  link_params: LinkParams | None = None, context_filter: ContextFilter | None = None,
-                 detector: MentionDetector | None = None, *, _documents: DocumentLinker | None = None):
+                 detector: MentionDetector | None = None, *, calibrated: bool = True,
+                 _documents: DocumentLinker | None = None):
         self.bundle = bundle
+        self.calibrated = calibrated
         self.generator = generator or generator_for(bundle)
         self.link_params = link_params or LinkParams()
         self.context_filter = context_filter
@@ -78,7 +81,8 @@ class Linker:
         unknown = set(changes) - set(current)
         if unknown:
             raise TypeError(f"with_options takes {', '.join(current)}, not {', '.join(sorted(unknown))}")
-        return Linker(self.bundle, self.generator, **{**current, **changes}, _documents=self.documents)
+        return Linker(self.bundle, self.generator, **{**current, **changes}, calibrated=self.calibrated,
+                      _documents=self.documents)
 
     @cached_property
     def documents(self) -> DocumentLinker:
@@ -89,27 +93,44 @@ class Linker:
         sparse = self.bundle.retriever == "sparse"
         recall = self.generator if sparse else generator_for(self.bundle, retriever="sparse")
         return DocumentLinker(recall, self.generator, BoundaryStopwords(protected), self.link_params,
-                              self.context_filter, self.detector)
+                              self.context_filter, self.detector, self.calibration)
 
-    def normalize(self, mentions: str | Sequence[str], top_k: int = 5,
-                  lang: str | None = None) -> list[Candidate] | list[list[Candidate]]:
-        """Ranked concepts for one mention (a list) or for each of several (a list of lists).
-        `lang` (ISO 639-1 or UMLS LAT) is the mentions' language where known; a bundle with
-        translation lexicons guesses it otherwise.
+    @cached_property
+    def calibration(self) -> Calibration | None:
+        """The calibrator (the bundle's own `calibration.json`, else the one shipped with
+        babelink) bound to the bundle's name scripts; None for a linker made `calibrated=False`
+        (to gather the raw scores a calibrator is trained on)."""
+        if not self.calibrated:
+            return None
+        own = self.bundle.path / CALIBRATION_FILE
+        calibrator = Calibrator.load(own if CALIBRATION_FILE in self.bundle.manifest["files"] else None)
+        return Calibration(calibrator, script_shares(self.bundle.names.strings))
+
+    def normalize(self, mentions: str | Sequence[str], top_k: int = 5, lang: str | None = None,
+                  min_probability: float = 0.0) -> list[Candidate] | list[list[Candidate]]:
+        """Ranked concepts for one mention (a list) or for each of several (a list of lists),
+        each with its calibrated `probability` of being the right one; those below
+        `min_probability` are left out, so a mention may get none (NIL). `lang` (ISO 639-1 or
+        UMLS LAT) is the mentions' language where known; a bundle with translation lexicons
+        guesses it otherwise.
 
         Raises `InvalidInputError` for an empty, non-string or over-long mention.
         """
         if isinstance(mentions, str):
-            return self.normalize([mentions], top_k, lang)[0]
-        return [candidates for _, candidates in self.normalize_stream(mentions, top_k, lang)]
+            return self.normalize([mentions], top_k, lang, min_probability)[0]
+        return [candidates for _, candidates in self.normalize_stream(mentions, top_k, lang, min_probability)]
 
-    def normalize_stream(self, mentions: Iterable[str], top_k: int = 5,
-                         lang: str | None = None) -> Iterator[tuple[str, list[Candidate]]]:
+    def normalize_stream(self, mentions: Iterable[str], top_k: int = 5, lang: str | None = None,
+                         min_probability: float = 0.0) -> Iterator[tuple[str, list[Candidate]]]:
         """Lazily normalise an iterable of any length, batch by batch: `(mention, candidates)`."""
         check_top_k(top_k)
+        check_probability(min_probability)
         lang = None if lang is None else to_iso(lang)
         for batch in batched(mentions, self.BATCH_SIZE):
-            yield from zip(batch, self._normalize_batch(batch, top_k, lang))
+            found = self._normalize_batch(batch, top_k, lang)
+            if min_probability > 0:
+                found = [[c for c in candidates if (c.probability or 0.0) >= min_probability] for candidates in found]
+            yield from zip(batch, found)
 
     def link(self, text: str, lang: str | None = None, doc_id: str = "") -> LinkedDocument:
         """The concept mentions of one text, with character offsets into it."""
@@ -137,6 +158,9 @@ class Linker:
         unique = list(dict.fromkeys(keys))
         found = self.generator.generate([text for text, _ in unique], top_k, [capitals for _, capitals in unique],
                                         [lang] * len(unique))
+        if self.calibration is not None:
+            found = [self.calibration.annotate("normalize", text, candidates)
+                     for (text, _), candidates in zip(unique, found)]
         answers = dict(zip(unique, found))
         return [answers[key] for key in keys]
 

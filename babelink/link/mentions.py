@@ -34,11 +34,18 @@ class LinkedMention:
                   "detector": self.detector}
         if self.searched is not None:
             fields["searched"] = self.searched
+        if self.concept.probability is not None:
+            fields["probability"] = round(self.concept.probability, 4)
         if self.filter_score is not None:
             fields["filter_score"] = round(self.filter_score, 6)
         if with_candidates:
             fields["candidates"] = [candidate.to_dict() for candidate in self.candidates]
         return fields
+
+    def infons(self) -> tuple[tuple[str, str], ...]:
+        """What a BioC annotation carries besides its type and identifier."""
+        found = (("score", self.score), ("probability", self.concept.probability))
+        return tuple((key, f"{value:.4f}") for key, value in found if value is not None)
 
     @classmethod
     def from_dict(cls, fields: dict) -> LinkedMention:
@@ -65,5 +72,5 @@ class LinkedDocument:
     def as_document(self, mention_type: str = "Entity") -> Document:
         """The annotated-document form the PubTator, BioC and brat writers take."""
         annotations = tuple(Annotation(mention.start, mention.end, mention.text, (mention.concept.concept_id,),
-                                       mention_type) for mention in self.mentions)
+                                       mention_type, infons=mention.infons()) for mention in self.mentions)
         return Document(self.id, self.text, annotations)

@@ -51,7 +51,8 @@ class Normalized:
 
 
 def normalize_lines(linker, lines: Iterable[tuple[int, str, str]], top_k: int, source: str,
-                    skip_invalid: bool = False, lang: str | None = None) -> Iterator[Normalized]:
+                    skip_invalid: bool = False, lang: str | None = None,
+                    min_probability: float = 0.0) -> Iterator[Normalized]:
     """`(line, mention, text to search)` items → `Normalized`, in input order, streamed in the
     linker's batches. An unusable mention is an `InputFormatError` naming `source` and its line, or
     with `skip_invalid` a `Normalized` carrying the error, and the run goes on."""
@@ -69,7 +70,7 @@ def normalize_lines(linker, lines: Iterable[tuple[int, str, str]], top_k: int, s
             pending.append(Normalized(line, mention, text, []))
             yield text
 
-    for _, candidates in linker.normalize_stream(searchable(), top_k, lang):
+    for _, candidates in linker.normalize_stream(searchable(), top_k, lang, min_probability):
         while pending[0].error is not None:
             yield pending.popleft()
         item = pending.popleft()

@@ -34,6 +34,7 @@ class Candidate:
     dense_score: float | None = None
     index: str = "kb"  # "spans" when found in the labeled-span index (`SwitchingGenerator`)
     translated: str | None = None  # the English rendering that found it (`TranslatingGenerator`)
+    probability: float | None = None  # calibrated probability that it is the right concept (`retrieve.calibration`)
 
     def to_dict(self) -> dict:
         fields = {
@@ -42,6 +43,8 @@ class Candidate:
             "matched_name": self.matched_name,
             "score": round(self.score, 6),
         }
+        if self.probability is not None:
+            fields["probability"] = round(self.probability, 4)
         if self.index != "kb":
             fields["index"] = self.index
         for key, value in (("sparse_score", self.sparse_score), ("dense_score", self.dense_score)):
@@ -55,7 +58,8 @@ class Candidate:
     def from_dict(cls, fields: dict) -> Candidate:
         """The inverse of `to_dict` (scores as rounded there)."""
         return cls(fields["id"], fields["name"], fields["matched_name"], fields["score"], fields.get("sparse_score"),
-                   fields.get("dense_score"), fields.get("index", "kb"), fields.get("translated"))
+                   fields.get("dense_score"), fields.get("index", "kb"), fields.get("translated"),
+                   fields.get("probability"))
 
 
 class CandidateGenerator(Protocol):

@@ -63,7 +63,8 @@ def create_app(linker: Linker, limits: ServiceLimits = DEFAULT_LIMITS) -> FastAP
     async def normalize(request: NormalizeRequest) -> JSONResponse:
         """Ranked KB concepts for each mention: the objects `babelink normalize` writes per line."""
         _check_count(len(request.mentions), limits.max_mentions, "mentions")
-        results = await pool.run(_normalize, linker, request.mentions, request.top_k, request.lang)
+        results = await pool.run(_normalize, linker, request.mentions, request.top_k, request.lang,
+                                 request.min_probability)
         return JSONResponse({"results": results})
 
     @app.post("/link", response_model=LinkedDocumentOut | LinkBatchResponse, responses=_ERRORS)
@@ -95,9 +96,9 @@ def create_app(linker: Linker, limits: ServiceLimits = DEFAULT_LIMITS) -> FastAP
     return app
 
 
-def _normalize(linker: Linker, mentions: list[str], top_k: int, lang: str | None) -> list[dict]:
+def _normalize(linker: Linker, mentions: list[str], top_k: int, lang: str | None, min_probability: float) -> list[dict]:
     return [normalize_record(mention, candidates)
-            for mention, candidates in zip(mentions, linker.normalize(mentions, top_k, lang))]
+            for mention, candidates in zip(mentions, linker.normalize(mentions, top_k, lang, min_probability))]
 
 
 def _link(linker: Linker, documents: list[Document]) -> list[dict]:

@@ -19,6 +19,8 @@ class NormalizeRequest(_Strict):
     top_k: int = Field(5, ge=1, le=MAX_TOP_K, description="Concepts per mention.")
     lang: str | None = Field(None, max_length=16, description="ISO 639-1 code of the mentions; with translation "
                              "lexicons in the bundle, guessed per mention when omitted.")
+    min_probability: float = Field(0.0, ge=0.0, le=1.0, description="Leave out concepts whose calibrated "
+                                   "probability is lower; a mention with none left is NIL (no candidates).")
 
 
 class CandidateOut(BaseModel):
@@ -31,6 +33,8 @@ class CandidateOut(BaseModel):
     dense_score: float | None = Field(None, description="Hybrid bundles: the encoder cosine.")
     translated: str | None = Field(None, description="The English rendering of the mention that found this "
                                                      "concept (bundles with translation lexicons).")
+    probability: float | None = Field(None, ge=0.0, le=1.0, description="Calibrated probability that this is the "
+                                      "right concept.")
 
 
 class NormalizeResult(BaseModel):
@@ -87,6 +91,8 @@ class MentionOut(BaseModel):
     detector: str
     searched: str | None = Field(None, description="The string searched when not `text` (an abbreviation's long form).")
     filter_score: float | None = Field(None, description="The contextual filter's probability, with a filter.")
+    probability: float | None = Field(None, ge=0.0, le=1.0, description="Calibrated probability that the span is a "
+                                      "mention of this concept.")
 
 
 class LinkedDocumentOut(BaseModel):

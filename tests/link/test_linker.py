@@ -128,7 +128,9 @@ def test_linked_document_serialisations(linker):
     full = document.to_dict(with_candidates=True)
     assert LinkedDocument.from_dict(full, document.text).to_dict(with_candidates=True) == full  # the Ray round trip
     annotated = document.as_document("Disease")
-    assert annotated.annotations[0] == Annotation(0, 6, "asthma", ("C0004096",), "Disease")
+    first = document.mentions[0]
+    assert annotated.annotations[0] == Annotation(0, 6, "asthma", ("C0004096",), "Disease", infons=(
+        ("score", f"{first.score:.4f}"), ("probability", f"{first.concept.probability:.4f}")))
     assert isinstance(annotated, Document)
 
 

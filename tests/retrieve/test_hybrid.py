@@ -2,6 +2,7 @@
 
 import json
 import shutil
+from dataclasses import replace
 
 import numpy as np
 import pyarrow as pa
@@ -63,7 +64,8 @@ def test_hybrid_bundle_fuses_both_scores(kb, tiny_encoder_dir, tmp_path):
     for c in candidates:
         assert c.score == pytest.approx(0.3 * c.dense_score + 0.7 * c.sparse_score, abs=1e-6)
     assert [c.score for c in candidates] == sorted((c.score for c in candidates), reverse=True)
-    assert set(candidates[0].to_dict()) == {"id", "name", "matched_name", "score", "sparse_score", "dense_score"}
+    assert set(candidates[0].to_dict()) == {"id", "name", "matched_name", "score", "probability", "sparse_score",
+                                            "dense_score"}
 
 
 def test_dense_bundle_ranks_by_encoder_cosine(kb, tiny_encoder_dir, tmp_path):
@@ -130,7 +132,8 @@ def test_index_switching_prefers_confident_labeled_spans(kb, tiny_encoder_dir, t
     assert asthma[0].concept_id == "MESH:D001249" and asthma[0].index == "kb"  # no confident span
     never = Linker(bundle)
     never.generator.threshold = 2.0  # a threshold no score reaches: the KB alone answers
-    assert never.normalize("MI", top_k=3) == [c for c in never.generator.kb.generate(["mi"], 3)[0]]
+    assert [replace(c, probability=None) for c in never.normalize("MI", top_k=3)] == never.generator.kb.generate(
+        ["mi"], 3)[0]
 
 
 class _Fixed:

@@ -53,8 +53,10 @@ def _error(response, status: int) -> dict:
 def test_normalize_single_and_batch(client, linker):
     single = client.post("/normalize", json={"mentions": ["糖尿病"]})
     assert single.status_code == 200
-    assert single.json() == {"results": [{"mention": "糖尿病", "candidates": [
-        {"id": "C0011849", "name": "Diabetes mellitus", "matched_name": "糖尿病", "score": 1.0}]}]}
+    [result] = single.json()["results"]
+    assert 0.0 <= result["candidates"][0].pop("probability") <= 1.0
+    assert result == {"mention": "糖尿病", "candidates": [
+        {"id": "C0011849", "name": "Diabetes mellitus", "matched_name": "糖尿病", "score": 1.0}]}
     mentions = ["asthma", "יתר לחץ דם", "diabetes melitus", "asthma"]
     batch = client.post("/normalize", json={"mentions": mentions, "top_k": 2}).json()["results"]
     assert batch == [normalize_record(m, c) for m, c in zip(mentions, linker.normalize(mentions, top_k=2))]

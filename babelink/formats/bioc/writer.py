@@ -47,7 +47,7 @@ def _document_infons(document: Document) -> dict[str, str]:
 
 
 def _annotation_infons(annotation: Annotation) -> dict[str, str]:
-    infons = {"type": annotation.type or "Entity"}
+    infons = {"type": annotation.type or "Entity", **dict(annotation.infons)}
     if annotation.concept_ids:
         infons["identifier"] = "|".join(annotation.concept_ids)
     return infons
