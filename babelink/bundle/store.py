@@ -131,7 +131,7 @@ def build_bundle(
     `EncoderSettings`). `spans` (see `augment.span_kb`) adds a
     labeled-span index searched first; `dft` records the documents dictionary fine-tuning took
     names from. `translations` (`translate.read_lexicons`) are stored for searching mentions through
-    their English renderings, fused by `translation_params`. `progress(stage, done, total)`
+    their English renderings too. `progress(stage, done, total)`
     follows the encoding of names.
     """
     out = Path(out).absolute()
