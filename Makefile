@@ -5,9 +5,14 @@ BIN := $(VENV)/bin
 
 .PHONY: run test bench
 
+# `make run` installs what running needs; `make test` adds the test extras (spaCy, Ray, Selenium, …).
 $(BIN)/babelink: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.test-extras: $(BIN)/babelink
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $@
 
@@ -15,9 +20,9 @@ run: $(BIN)/babelink
 	$(BIN)/babelink normalize "infarto de miocardio" "heart attack" "hypertension artérielle" "paracetamol" --top-k 3
 	$(BIN)/babelink link "El paciente tiene diabetes mellitus tipo 2 e hipertensión arterial."
 
-test: $(BIN)/babelink
+test: $(VENV)/.test-extras
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
 
-bench: $(BIN)/babelink
+bench: $(VENV)/.test-extras
 	$(BIN)/python benchmarks/normalization.py

@@ -1,17 +1,56 @@
-"""One progress display for long steps (encoding a KB's names), shown only on a terminal."""
+"""One progress display for long steps (encoding a KB's names, linking a corpus).
+
+On a terminal: a transient rich bar. Elsewhere (a CI log, a notebook, `nohup`): a plain line on
+stderr at most every `LINE_SECONDS`, with the rate and, when the total is known, the time left,
+so that a five-minute first build never looks hung.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import sys
+import time
 from collections.abc import Callable, Iterator
+
+#: Seconds between two progress lines when stderr is not a terminal.
+LINE_SECONDS = 10.0
 
 
 @contextlib.contextmanager
-def progress_bar(first_stage: str) -> Iterator[Callable[[str, int, int], None]]:
-    """Yields a `progress(stage, done, total)` callback that drives a transient rich bar on stderr."""
-    from rich.progress import Progress
+def progress_bar(first_stage: str) -> Iterator[Callable[[str, int, int | None], None]]:
+    """Yields a `progress(stage, done, total)` callback (total None: unknown)."""
+    if sys.stderr.isatty():
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    with Progress(transient=True, disable=not sys.stderr.isatty()) as progress:
-        task = progress.add_task(first_stage, total=None)
-        yield lambda stage, done, total: progress.update(task, description=stage, completed=done, total=total)
+        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+        with Progress(*columns, transient=True) as progress:
+            task = progress.add_task(first_stage, total=None)
+            yield lambda stage, done, total: progress.update(task, description=stage, completed=done, total=total)
+    else:
+        yield ProgressLines()
+
+
+class ProgressLines:
+    """`progress(stage, done, total)` writing `stage: done/total (rate/s, about N s left)` lines."""
+
+    def __init__(self, every: float = LINE_SECONDS, clock: Callable[[], float] = time.monotonic):
+        self.every, self.clock = every, clock
+        self.done = 0
+        self.started = self.last = clock()
+
+    def __call__(self, stage: str, done: int, total: int | None) -> None:
+        """`stage` may change at every call (a training step's loss); a count that goes back
+        starts a new stage, whose rate is measured from then."""
+        now = self.clock()
+        if done < self.done:
+            self.started = self.last = now
+        self.done = done
+        finished = total is not None and done >= total
+        if now - self.last < self.every and not finished:
+            return
+        self.last = now
+        rate = done / (now - self.started) if now > self.started else 0.0
+        line = f"babelink: {stage}: {done:,}" + (f"/{total:,}" if total else "") + f" ({rate:,.0f}/s"
+        if total and rate and not finished:
+            line += f", about {(total - done) / rate:,.0f} s left"
+        print(line + ")", file=sys.stderr, flush=True)

@@ -4,7 +4,8 @@
 `spacy_factories` entry point, so babelink need not be imported first. Entities carry the
 concept id as `kb_id_`; `span._.babelink_score`, `._.babelink_probability` (calibrated),
 `._.babelink_name` and `._.babelink_candidates` hold the rest, `doc._.babelink_mentions` every
-linked mention as `LinkedMention.to_dict` gives it.
+linked mention as `LinkedMention.to_dict` gives it, `doc._.babelink_provenance` the bundle, KB and
+babelink version that linked it.
 Offsets are mapped to the tokens covering them (`alignment_mode="expand"`), so a tokenizer that
 does not split a script (blank "xx" on unspaced Chinese) merges the mentions inside one token.
 """
@@ -23,7 +24,7 @@ from babelink.link.linker import Linker
 from babelink.link.mentions import LinkedDocument, LinkedMention
 
 SPAN_EXTENSIONS = ("babelink_score", "babelink_probability", "babelink_name", "babelink_candidates")
-DOC_EXTENSIONS = ("babelink_mentions",)
+DOC_EXTENSIONS = ("babelink_mentions", "babelink_provenance")
 
 
 @Language.factory("babelink", default_config={"bundle": None, "filter": None, "lang": None, "batch_size": 16,
@@ -63,6 +64,7 @@ class BabelinkComponent:
 
     def _annotate(self, doc: Doc, document: LinkedDocument) -> Doc:
         doc._.babelink_mentions = [mention.to_dict(with_candidates=True) for mention in document.mentions]
+        doc._.babelink_provenance = document.provenance
         found: dict[tuple[int, int], tuple[Span, LinkedMention]] = {}  # two mentions can expand to one span
         for mention in document.mentions:
             span = doc.char_span(mention.start, mention.end, label=self.label, kb_id=mention.concept.concept_id,

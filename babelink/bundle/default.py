@@ -27,6 +27,7 @@ def default_bundle() -> Path:
         print(f"babelink: building the embedded default bundle in {path} (once)", file=sys.stderr)
         sources = {label: asdict(source) for label, source in SOURCES.items()}
         with progress_bar("reading vocabularies") as progress:
-            build_bundle(build_default_kb(), path, kb_source={"name": "embedded-default", "sources": sources},
-                         progress=progress)
+            release = ", ".join(f"{source.package} {source.version}" for source in SOURCES.values())
+            build_bundle(build_default_kb(), path, progress=progress,
+                         kb_source={"name": "embedded-default", "version": release, "sources": sources})
     return path

@@ -20,6 +20,7 @@ import uuid
 import zipfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from functools import cached_property
 from importlib.metadata import version
 from pathlib import Path
 
@@ -63,6 +64,14 @@ class Bundle:
     def retriever(self) -> str:
         return self.manifest["retriever"]
 
+    @cached_property
+    def provenance(self) -> dict:
+        """What every prediction says about where it came from: a short id of this build (from
+        the manifest's hash), the KB's name and version as the build recorded them, and the
+        babelink version answering."""
+        digest = hashlib.sha256(json.dumps(self.manifest, sort_keys=True).encode()).hexdigest()
+        return {"bundle": digest[:12], "kb": kb_identity(self.manifest["kb"]), "babelink": version("babelink")}
+
     def encoder(self) -> Encoder:
         """The encoder the dense index was built with (loaded on each call; keep the result)."""
         if self.dense is None:
@@ -79,6 +88,14 @@ class Bundle:
         if "dft" not in self.manifest:
             return []
         return (self.path / DFT_DOCUMENTS).read_text(encoding="utf-8").splitlines()
+
+
+def kb_identity(kb: dict) -> dict:
+    """`{"name", "version"}` of a manifest's KB: as given at build (`--kb-name`, `--kb-version`; the
+    embedded default's pinned sources), else the KB file's name and a content hash."""
+    source = kb.get("source") or {}
+    name = source.get("name") or Path(source.get("path") or "unnamed").name
+    return {"name": name, "version": source.get("version") or f"content-{str(kb.get('hash', ''))[:12]}"}
 
 
 def _sha256(path: Path) -> str:
@@ -114,7 +131,7 @@ def build_bundle(
     `EncoderSettings`). `spans` (see `augment.span_kb`) adds a
     labeled-span index searched first; `dft` records the documents dictionary fine-tuning took
     names from. `translations` (`translate.read_lexicons`) are stored for searching mentions through
-    their English renderings, fused by `translation_params`. `progress(stage, done, total)`
+    their English renderings too. `progress(stage, done, total)`
     follows the encoding of names.
     """
     out = Path(out).absolute()
@@ -167,6 +184,7 @@ def build_bundle(
         manifest["versions"] = {library: version(library) for library in libraries}
         manifest["build_seconds"] = round(time.perf_counter() - started, 2)
         manifest["files"] = {str(path.relative_to(staging)): _sha256(path) for path in files}
+        manifest["sizes"] = {str(path.relative_to(staging)): path.stat().st_size for path in files}
         (staging / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False))
         replace_directory(staging, out)
     except BaseException:
@@ -213,8 +231,12 @@ def read_manifest(path: str | Path) -> dict:
     return manifest
 
 
-def load_bundle(path: str | Path, *, verify: bool = True) -> Bundle:
-    """Load a bundle; with `verify`, every file's SHA-256 and the counts must match the manifest.
+def load_bundle(path: str | Path, *, verify: bool = False) -> Bundle:
+    """Load a bundle whose files are those the manifest lists, each of the size it records, with
+    the counts it records; with `verify` (`babelink verify`), every file's SHA-256 too. The build
+    computed the checksums; recomputing them on every load made start-up slow, while a truncated
+    or replaced file shows in its size and the counts. A bundle built before sizes were recorded
+    is checked by its checksums.
 
     A bundle rebuilt in place while it loads (`build_bundle(..., overwrite=True)` swaps in a new
     directory) could mix the files of two builds. A load therefore counts only when the manifest's
@@ -249,7 +271,7 @@ def _build_id(path: Path) -> str | None:
 def _load_once(path: Path, verify: bool) -> Bundle:
     manifest = read_manifest(path)
     try:
-        _check_files(path, manifest["files"], verify)
+        _check_files(path, manifest["files"], manifest.get("sizes") if not verify else None)
     except OSError as error:  # a file gone or unreadable between listing and reading it
         raise BundleError(f"{path}: cannot read {error.filename or 'a file'}: {error.strerror}") from None
     bundle = _load_indexes(path, manifest, manifest["kb"])
@@ -263,8 +285,9 @@ def _load_once(path: Path, verify: bool) -> Bundle:
     return bundle
 
 
-def _check_files(path: Path, files: dict[str, str], verify: bool) -> None:
-    """Every file under `path` is listed in the manifest, and (with `verify`) matches its SHA-256."""
+def _check_files(path: Path, files: dict[str, str], sizes: dict[str, int] | None) -> None:
+    """Every file under `path` is listed in the manifest and has the size `sizes` records, or
+    (`sizes` None) the SHA-256 `files` records."""
     unlisted = sorted(
         file.relative_to(path).as_posix()
         for file in path.rglob("*")
@@ -276,7 +299,10 @@ def _check_files(path: Path, files: dict[str, str], verify: bool) -> None:
         file = path / relative
         if not file.is_file():
             raise BundleError(f"{path}: file {relative} listed in the manifest is missing")
-        if verify and _sha256(file) != expected:
+        if sizes is not None and file.stat().st_size != sizes.get(relative):
+            raise BundleError(f"{path}: file {relative} is {file.stat().st_size:,} bytes, the manifest says "
+                              f"{sizes.get(relative)!r} (truncated or replaced); rebuild the bundle")
+        if sizes is None and _sha256(file) != expected:
             raise BundleError(f"{path}: file {relative} does not match the manifest checksum (modified or truncated)")
 
 

@@ -15,6 +15,7 @@ app.command()(build.build)
 app.command()(normalize.normalize)
 app.command()(link.link)
 app.command()(serve.info)
+app.command()(serve.verify)
 app.command()(serve.serve)
 app.add_typer(train.app, name="train")
 

@@ -47,6 +47,10 @@ def build(
     dft_ratio: Annotated[float, typer.Option(
         "--dft-ratio", min=0.0, max=1.0, help="Fraction of --dft-from documents used.")] = 0.2,
     dft_seed: Annotated[int, typer.Option("--dft-seed", help="Seed of the document draw.")] = 0,
+    kb_name: Annotated[str | None, typer.Option(
+        "--kb-name", help="The KB's name in every prediction's provenance (default: the KB file's name).")] = None,
+    kb_version: Annotated[str | None, typer.Option(
+        "--kb-version", help="The KB's release, e.g. 2024AA (default: a hash of its content).")] = None,
     translations: Annotated[list[str] | None, typer.Option(
         "--translations",
         help="Bilingual lexicons mentions are also searched through in English: en-XX.tsv files "
@@ -65,7 +69,7 @@ def build(
     languages = parse_languages(lang)
     knowledge_base = read_kb(kb, kb_format, languages=languages, sources=source, term_types=term_type)
     source_info = {"path": str(kb.absolute()), "format": kb_format, "languages": sorted(languages or []),
-                   "sources": source or [], "term_types": term_type or []}
+                   "sources": source or [], "term_types": term_type or [], "name": kb_name, "version": kb_version}
     spans = augment.span_kb(augment.read_annotated(spans_from), knowledge_base) if spans_from is not None else None
     dft = None
     if dft_from is not None:

@@ -70,4 +70,5 @@ def normalize(
             if item.error is None and ngram_threshold is not None and (best is None or best < ngram_threshold):
                 parts = linker.search_ngrams(item.mention, ngram_threshold, top_k)
             # an unusable mention may hold a lone surrogate: JSON escapes it
-            out.write(json.dumps(item.record(parts), ensure_ascii=item.error is not None) + "\n")
+            record = item.record(linker.bundle.provenance, parts)
+            out.write(json.dumps(record, ensure_ascii=item.error is not None) + "\n")

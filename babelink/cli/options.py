@@ -54,7 +54,7 @@ def counted(stage: str, skipped: int = 0):
         def advance(item):
             nonlocal done
             done += 1
-            progress(f"{stage}: {done:,} documents{suffix}", done, None)
+            progress(f"{stage} documents{suffix}", done, None)
             return item
 
         yield advance

@@ -11,11 +11,25 @@ from babelink.cli.options import BundleOption, FilterOption, MinProbabilityOptio
 
 
 def info(bundle: BundleOption = None) -> None:
-    """Print a bundle's manifest (the embedded default's when --bundle is omitted)."""
+    """Print a bundle's provenance (what every prediction reports) and its manifest (the embedded
+    default's when --bundle is omitted)."""
     from babelink.bundle.default import default_bundle
-    from babelink.bundle.store import read_manifest
+    from babelink.bundle.store import load_bundle
 
-    typer.echo(json.dumps(read_manifest(bundle or default_bundle()), indent=2, ensure_ascii=False))
+    loaded = load_bundle(bundle or default_bundle())
+    typer.echo(json.dumps({"provenance": loaded.provenance, "manifest": loaded.manifest}, indent=2,
+                          ensure_ascii=False))
+
+
+def verify(bundle: BundleOption = None) -> None:
+    """Check every file of a bundle against the SHA-256 its build recorded (loads check sizes only)."""
+    from babelink.bundle.default import default_bundle
+    from babelink.bundle.store import load_bundle
+
+    loaded = load_bundle(bundle or default_bundle(), verify=True)
+    files = loaded.manifest["files"]
+    size = sum((loaded.path / relative).stat().st_size for relative in files)
+    typer.echo(f"{loaded.path}: {len(files)} files, {size / 2**20:,.1f} MiB, every checksum matches the manifest")
 
 
 def serve(

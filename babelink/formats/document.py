@@ -35,6 +35,7 @@ class Document:
     text: str
     annotations: tuple[Annotation, ...] = ()
     lang: str | None = None
+    infons: tuple[tuple[str, str], ...] = ()  # (key, value) pairs a writer that has room for them keeps (BioC)
 
 
 @dataclass(frozen=True)

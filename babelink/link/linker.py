@@ -138,8 +138,8 @@ class Linker:
 
     def link_documents(self, documents: Sequence[Document]) -> list[LinkedDocument]:
         """Link documents together (`lang` None: guessed from the text); a batch shares one
-        search per distinct span string."""
-        return self.documents.link(documents)
+        search per distinct span string. Each carries the bundle's provenance."""
+        return [replace(linked, provenance=self.bundle.provenance) for linked in self.documents.link(documents)]
 
     def link_stream(self, documents: Iterable[Document], batch_size: int = 16) -> Iterator[LinkedDocument]:
         for batch in batched(documents, batch_size):

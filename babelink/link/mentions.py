@@ -55,22 +55,35 @@ class LinkedMention:
                    fields["detector"], fields.get("searched"), fields.get("filter_score"))
 
 
+def provenance_infons(provenance: dict | None) -> tuple[tuple[str, str], ...]:
+    """`Bundle.provenance` as flat BioC document infons."""
+    if provenance is None:
+        return ()
+    return (("babelink_bundle", provenance["bundle"]), ("babelink_kb", provenance["kb"]["name"]),
+            ("babelink_kb_version", provenance["kb"]["version"]), ("babelink_version", provenance["babelink"]))
+
+
 @dataclass(frozen=True)
 class LinkedDocument:
     id: str
     text: str
     mentions: tuple[LinkedMention, ...] = field(default=())
+    provenance: dict | None = None  # `Bundle.provenance` of the bundle that linked it
 
     def to_dict(self, with_candidates: bool = False) -> dict:
-        return {"id": self.id, "mentions": [mention.to_dict(with_candidates) for mention in self.mentions]}
+        record = {"id": self.id, "mentions": [mention.to_dict(with_candidates) for mention in self.mentions]}
+        if self.provenance is not None:
+            record["provenance"] = self.provenance
+        return record
 
     @classmethod
     def from_dict(cls, record: dict, text: str) -> LinkedDocument:
         """The inverse of `to_dict(with_candidates=True)`, for results crossing a process boundary."""
-        return cls(record["id"], text, tuple(LinkedMention.from_dict(mention) for mention in record["mentions"]))
+        return cls(record["id"], text, tuple(LinkedMention.from_dict(mention) for mention in record["mentions"]),
+                   record.get("provenance"))
 
     def as_document(self, mention_type: str = "Entity") -> Document:
         """The annotated-document form the PubTator, BioC and brat writers take."""
         annotations = tuple(Annotation(mention.start, mention.end, mention.text, (mention.concept.concept_id,),
                                        mention_type, infons=mention.infons()) for mention in self.mentions)
-        return Document(self.id, self.text, annotations)
+        return Document(self.id, self.text, annotations, infons=provenance_infons(self.provenance))

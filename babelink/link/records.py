@@ -15,16 +15,18 @@ from babelink.text import normalized_mention
 TSV_HEADER = "mention\trank\tid\tname\tmatched_name\tscore\n"
 
 
-def normalize_record(mention: str, candidates: Sequence[Candidate], *, searched: str | None = None,
-                     parts: Sequence[LinkedPart] | None = None) -> dict:
-    """One normalised mention: `{"mention", "candidates": [Candidate.to_dict(), …]}`, plus the
-    string `searched` when it was not the mention (an abbreviation's long form) and the mention's
-    linked n-gram `parts` when the n-gram search loop ran."""
+def normalize_record(mention: str, candidates: Sequence[Candidate], provenance: dict, *,
+                     searched: str | None = None, parts: Sequence[LinkedPart] | None = None) -> dict:
+    """One normalised mention: `{"mention", "candidates": [Candidate.to_dict(), …], "provenance"}`
+    (`Bundle.provenance`), plus the string `searched` when it was not the mention (an
+    abbreviation's long form) and the mention's linked n-gram `parts` when the n-gram search loop
+    ran."""
     record = {"mention": mention, "candidates": [candidate.to_dict() for candidate in candidates]}
     if searched is not None and searched != mention:
         record["searched"] = searched
     if parts is not None:
         record["parts"] = [part.to_dict() for part in parts]
+    record["provenance"] = provenance
     return record
 
 
@@ -44,10 +46,10 @@ class Normalized:
     candidates: list[Candidate]
     error: str | None = None
 
-    def record(self, parts: Sequence[LinkedPart] | None = None) -> dict:
+    def record(self, provenance: dict, parts: Sequence[LinkedPart] | None = None) -> dict:
         if self.error is not None:
             return {"mention": self.mention, "line": self.line, "error": self.error}
-        return normalize_record(self.mention, self.candidates, searched=self.searched, parts=parts)
+        return normalize_record(self.mention, self.candidates, provenance, searched=self.searched, parts=parts)
 
 
 def normalize_lines(linker, lines: Iterable[tuple[int, str, str]], top_k: int, source: str,

@@ -97,7 +97,7 @@ def create_app(linker: Linker, limits: ServiceLimits = DEFAULT_LIMITS) -> FastAP
 
 
 def _normalize(linker: Linker, mentions: list[str], top_k: int, lang: str | None, min_probability: float) -> list[dict]:
-    return [normalize_record(mention, candidates)
+    return [normalize_record(mention, candidates, linker.bundle.provenance)
             for mention, candidates in zip(mentions, linker.normalize(mentions, top_k, lang, min_probability))]
 
 

@@ -37,9 +37,21 @@ class CandidateOut(BaseModel):
                                       "right concept.")
 
 
+class KbOut(BaseModel):
+    name: str = Field(description="The KB's name as the bundle's build recorded it.")
+    version: str = Field(description="Its release, or a hash of its content when none was given.")
+
+
+class ProvenanceOut(BaseModel):
+    bundle: str = Field(description="Short id of the bundle build (from its manifest's hash).")
+    kb: KbOut
+    babelink: str = Field(description="The babelink version that answered.")
+
+
 class NormalizeResult(BaseModel):
     mention: str
     candidates: list[CandidateOut] = Field(description="Best first.")
+    provenance: ProvenanceOut
 
 
 class NormalizeResponse(BaseModel):
@@ -98,6 +110,7 @@ class MentionOut(BaseModel):
 class LinkedDocumentOut(BaseModel):
     id: str
     mentions: list[MentionOut]
+    provenance: ProvenanceOut
 
 
 class LinkBatchResponse(BaseModel):

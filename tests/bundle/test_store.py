@@ -4,6 +4,7 @@ import threading
 import time
 
 import pytest
+from support import babelink
 
 from babelink.bundle.store import MANIFEST, build_bundle, load_bundle
 from babelink.errors import BundleError, InvalidInputError
@@ -60,11 +61,31 @@ def test_refuses_to_replace_a_non_bundle_directory(kb, tmp_path):
     assert (tmp_path / "data" / "precious.txt").read_text() == "keep me"
 
 
-def test_modified_file_is_a_manifest_mismatch(kb, tmp_path):
+def test_a_truncated_or_grown_file_fails_the_load_an_edited_one_fails_verify(kb, tmp_path):
     path = build_bundle(kb, tmp_path / "bundle", retriever="sparse")
+    params = path / "sparse" / "tfidf_params.json"
+    original = params.read_bytes()
+    params.write_bytes(original + b" ")
+    with pytest.raises(BundleError, match="tfidf_params.json is .* bytes, the manifest says"):
+        load_bundle(path)
+    params.write_bytes(original.replace(b"2", b"3", 1))  # same size, other bytes
+    load_bundle(path)  # the cheap load does not read every byte
+    with pytest.raises(BundleError, match="tfidf_params.json does not match the manifest checksum"):
+        load_bundle(path, verify=True)
+    result = babelink("verify", "--bundle", path)
+    assert result.returncode != 0 and "does not match the manifest checksum" in result.stderr
+    params.write_bytes(original)
+    assert "every checksum matches" in babelink("verify", "--bundle", path).stdout
+
+
+def test_a_bundle_without_recorded_sizes_is_checked_by_checksum(kb, tmp_path):
+    path = build_bundle(kb, tmp_path / "bundle", retriever="sparse")
+    manifest = json.loads((path / MANIFEST).read_text())
+    del manifest["sizes"]
+    (path / MANIFEST).write_text(json.dumps(manifest))
     with open(path / "sparse" / "tfidf_params.json", "a") as stream:
         stream.write(" ")
-    with pytest.raises(BundleError, match="tfidf_params.json does not match the manifest checksum"):
+    with pytest.raises(BundleError, match="does not match the manifest checksum"):
         load_bundle(path)
 
 

@@ -99,8 +99,13 @@ def test_dense_index_count_mismatch_is_an_error(kb, tiny_encoder_dir, tmp_path):
         kb.select_concepts(["MESH:D001249"]), tmp_path / "s", retriever="dense", encoder=tiny_encoder_dir
     )
     shutil.copy(small / "dense" / "faiss.index", path / "dense" / "faiss.index")
+    with pytest.raises(BundleError, match="faiss.index is .* bytes, the manifest says"):
+        load_bundle(path)
+    manifest = json.loads((path / MANIFEST).read_text())  # a manifest that lists the swapped file's size
+    manifest["sizes"]["dense/faiss.index"] = (path / "dense" / "faiss.index").stat().st_size
+    (path / MANIFEST).write_text(json.dumps(manifest))
     with pytest.raises(BundleError, match="dense index has 2 vectors for 9 name strings"):
-        load_bundle(path, verify=False)
+        load_bundle(path)
 
 
 def test_span_kb_keeps_the_most_frequent_concept(kb):

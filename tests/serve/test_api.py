@@ -56,10 +56,12 @@ def test_normalize_single_and_batch(client, linker):
     [result] = single.json()["results"]
     assert 0.0 <= result["candidates"][0].pop("probability") <= 1.0
     assert result == {"mention": "糖尿病", "candidates": [
-        {"id": "C0011849", "name": "Diabetes mellitus", "matched_name": "糖尿病", "score": 1.0}]}
+        {"id": "C0011849", "name": "Diabetes mellitus", "matched_name": "糖尿病", "score": 1.0}],
+        "provenance": linker.bundle.provenance}
     mentions = ["asthma", "יתר לחץ דם", "diabetes melitus", "asthma"]
     batch = client.post("/normalize", json={"mentions": mentions, "top_k": 2}).json()["results"]
-    assert batch == [normalize_record(m, c) for m, c in zip(mentions, linker.normalize(mentions, top_k=2))]
+    assert batch == [normalize_record(m, c, linker.bundle.provenance)
+                     for m, c in zip(mentions, linker.normalize(mentions, top_k=2))]
     assert [r["candidates"][0]["id"] for r in batch] == ["C0004096", "C0020538", "C0011849", "C0004096"]
     assert all(1 <= len(r["candidates"]) <= 2 for r in batch)
     assert (

@@ -43,7 +43,7 @@ def _collection_fields(source: str) -> dict[str, str]:
 
 
 def _document_infons(document: Document) -> dict[str, str]:
-    return {LANGUAGE_INFON: document.lang} if document.lang is not None else {}
+    return {**({LANGUAGE_INFON: document.lang} if document.lang is not None else {}), **dict(document.infons)}
 
 
 def _annotation_infons(annotation: Annotation) -> dict[str, str]:
