@@ -18,7 +18,7 @@ import shutil
 import time
 import uuid
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from functools import cached_property
 from importlib.metadata import version
@@ -96,6 +96,13 @@ def kb_identity(kb: dict) -> dict:
     source = kb.get("source") or {}
     name = source.get("name") or Path(source.get("path") or "unnamed").name
     return {"name": name, "version": source.get("version") or f"content-{str(kb.get('hash', ''))[:12]}"}
+
+
+def file_records(root: Path, files: Iterable[Path]) -> dict:
+    """The manifest's `files` (SHA-256) and `sizes` (bytes) of `files` under `root`."""
+    files = sorted(files)
+    return {"files": {file.relative_to(root).as_posix(): _sha256(file) for file in files},
+            "sizes": {file.relative_to(root).as_posix(): file.stat().st_size for file in files}}
 
 
 def _sha256(path: Path) -> str:
@@ -183,8 +190,7 @@ def build_bundle(
             manifest["dft"] = dft.summary()
         manifest["versions"] = {library: version(library) for library in libraries}
         manifest["build_seconds"] = round(time.perf_counter() - started, 2)
-        manifest["files"] = {str(path.relative_to(staging)): _sha256(path) for path in files}
-        manifest["sizes"] = {str(path.relative_to(staging)): path.stat().st_size for path in files}
+        manifest.update(file_records(staging, files))
         (staging / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False))
         replace_directory(staging, out)
     except BaseException:

@@ -12,6 +12,7 @@ from babelink.errors import BabelinkError
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Cross-lingual biomedical entity linking.")
 app.command()(build.build)
+app.command()(build.update)
 app.command()(normalize.normalize)
 app.command()(link.link)
 app.command()(serve.info)

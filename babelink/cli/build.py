@@ -99,3 +99,21 @@ def build(
     if lexicon is not None:
         summary += f", lexicons for {', '.join(lexicon.languages)}"
     typer.echo(summary, err=True)
+
+
+def update(
+    bundle: Annotated[Path, typer.Option("--bundle", "-b", help="Bundle directory to add to.")],
+    add: Annotated[Path, typer.Option(
+        "--add", help="Names to add: a KB file in any format (.tsv with id, name[, lang…]; .jsonl; …).")],
+    out: Annotated[Path | None, typer.Option(
+        "--out", "-o", help="Write the updated bundle here (default: replace --bundle atomically).")] = None,
+    kb_format: KbFormatOption = None,
+) -> None:
+    """Add concepts and synonyms to a bundle, encoding only the new names (no rebuild)."""
+    from babelink.bundle.update import update_bundle
+    from babelink.kb.readers import read_kb
+
+    refuse_same_file(out or bundle, [add], "--out")
+    additions = read_kb(add, kb_format)  # a malformed row stops here, before the bundle is touched
+    path = update_bundle(bundle, additions, out, source=add.name)
+    typer.echo(f"wrote {path}: added {additions.num_names:,} names", err=True)

@@ -130,13 +130,19 @@ class DenseNameIndex:
         paths[1].write_text(json.dumps(asdict(self.params), indent=2))
         return paths
 
+    def add(self, vectors: np.ndarray) -> None:
+        """Append rows (an index `load`ed `writable`); their numbers follow the existing ones."""
+        self._check_dimension(vectors)
+        self.index.add(np.ascontiguousarray(vectors, dtype=np.float32))
+
     @classmethod
-    def load(cls, directory: Path) -> DenseNameIndex:
+    def load(cls, directory: Path, *, writable: bool = False) -> DenseNameIndex:
+        """The index memory-mapped read-only, or (`writable`) read into memory to `add` to."""
         faiss = _faiss()
         params = DenseParams(**json.loads((directory / PARAMS_FILE).read_text()))
         flags = faiss.IO_FLAG_MMAP_IFC if params.kind != "ivfpq" else faiss.IO_FLAG_MMAP
         try:
-            index = faiss.read_index(str(directory / INDEX_FILE), flags | faiss.IO_FLAG_READ_ONLY)
+            index = faiss.read_index(str(directory / INDEX_FILE), 0 if writable else flags | faiss.IO_FLAG_READ_ONLY)
         except RuntimeError as error:
             raise BabelinkError(
                 f"{directory / INDEX_FILE}: unreadable FAISS index ({str(error).splitlines()[0]})"

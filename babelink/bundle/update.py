@@ -1,0 +1,116 @@
+"""Adding concepts and synonyms to a built bundle without rebuilding it.
+
+A rebuild re-encodes every name (minutes for a UMLS-size KB, hours on a CPU for full UMLS); an
+update encodes only the new name strings. Name strings are numbered in order of first
+appearance, so the merged KB's existing strings keep their rows and the new ones come after:
+the dense index gets the new vectors appended, the TF-IDF matrix the new rows. The TF-IDF
+vocabulary and IDF weights stay those of the build: an n-gram no earlier name had is not in the
+vocabulary, so it is left out of the new name's vector (its other n-grams still match, and the
+dense cosine is exact). When more than `REFIT_UNSEEN_SHARE` of the new names' n-grams are unseen
+(a new script, a new vocabulary: names the sparse index could not find), the TF-IDF is refitted
+on every string instead, seconds even for a large KB, since it needs no encoder. The manifest
+records the share and what was done. The updated bundle is written beside its target and swapped
+in, like a build.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+import uuid
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import scipy.sparse as sp
+
+from babelink.bundle.store import MANIFEST, Bundle, file_records, load_bundle
+from babelink.errors import BundleError
+from babelink.fsutil import replace_directory, staging_directory
+from babelink.index.dense import DenseNameIndex, embed_strings
+from babelink.index.names import NameTable
+from babelink.index.sparse import TfidfNameIndex
+from babelink.kb.base import KnowledgeBase
+from babelink.kb.store import save_kb
+
+#: Share of the new names' n-grams missing from the TF-IDF vocabulary above which it is refitted.
+REFIT_UNSEEN_SHARE = 0.02
+
+
+def merge_kb(kb: KnowledgeBase, additions: KnowledgeBase) -> KnowledgeBase:
+    """`kb` with the names of `additions` appended after its own, and the concepts it lacks."""
+    new = pc.invert(pc.is_in(additions.concepts.column("concept_id"), value_set=kb.concepts.column("concept_id")))
+    return KnowledgeBase(pa.concat_tables([kb.names, additions.names]),
+                         pa.concat_tables([kb.concepts, additions.concepts.filter(new)]))
+
+
+def update_bundle(path: str | Path, additions: KnowledgeBase, out: str | Path | None = None, *,
+                  source: str = "") -> Path:
+    """Write `path` with `additions` (`out`: elsewhere; None: in place) and return where.
+
+    Uses the bundle's own encoder, which must still match the fingerprint the build recorded;
+    labeled spans and lexicons are kept as they are. `source` names the additions in the
+    manifest's `updates`."""
+    bundle = load_bundle(path, verify=True)
+    out = Path(out or path).absolute()
+    if out != bundle.path.absolute() and out.exists() and not (out / MANIFEST).is_file():
+        raise BundleError(f"{out}: exists and is not a babelink bundle; refusing to replace it")
+    merged = merge_kb(bundle.kb, additions)
+    names = NameTable.from_kb(merged)
+    before = len(bundle.names)
+    if names.strings[:before] != bundle.names.strings:
+        raise BundleError(f"{bundle.path}: its name strings are not a prefix of the updated KB's; rebuild it")
+    added = names.strings[before:]
+    encoder = bundle.encoder() if bundle.dense is not None else None  # refuses a changed checkpoint
+    staging = staging_directory(out)
+    try:
+        shutil.copytree(bundle.path, staging, dirs_exist_ok=True)
+        for part in ("kb", "names"):
+            shutil.rmtree(staging / part)
+            (staging / part).mkdir()
+        save_kb(merged, staging / "kb")
+        names.save(staging / "names")
+        unseen = _unseen_share(bundle.sparse, added)
+        refit = unseen > REFIT_UNSEEN_SHARE
+        sparse = TfidfNameIndex.fit(names.strings, bundle.sparse.params) if refit else _extend_sparse(bundle.sparse,
+                                                                                                       added)
+        sparse.save(staging / "sparse")
+        if encoder is not None:
+            dense = DenseNameIndex.load(bundle.path / "dense", writable=True)
+            dense.add(embed_strings(encoder.encode, added))
+            dense.save(staging / "dense")
+        _write_manifest(staging, bundle, merged, names, {
+            "at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "source": source, "names": additions.num_names,
+            "new_concepts": len(merged) - len(bundle.kb), "new_strings": len(added),
+            "unseen_ngram_share": round(unseen, 4), "sparse": "refitted" if refit else "appended"})
+        replace_directory(staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return out
+
+
+def _extend_sparse(index: TfidfNameIndex, strings: list[str]) -> TfidfNameIndex:
+    """The index with rows for `strings` over its own vocabulary and IDF."""
+    rows = index.vectorizer.transform(strings).tocsr() if strings else sp.csr_matrix((0, index.matrix.shape[1]))
+    return TfidfNameIndex(index.params, index.vectorizer, sp.vstack([index.matrix, rows]).tocsr())
+
+
+def _unseen_share(index: TfidfNameIndex, strings: list[str]) -> float:
+    """Share of the new strings' n-grams (occurrences) that the build's vocabulary lacks."""
+    analyze, vocabulary = index.vectorizer.build_analyzer(), index.vectorizer.vocabulary_
+    grams = [gram for string in strings for gram in analyze(string)]
+    return sum(gram not in vocabulary for gram in grams) / len(grams) if grams else 0.0
+
+
+def _write_manifest(staging: Path, bundle: Bundle, kb: KnowledgeBase, names: NameTable, update: dict) -> None:
+    manifest = dict(bundle.manifest)
+    manifest["build_id"] = uuid.uuid4().hex
+    manifest["kb"] = {**manifest["kb"], "concepts": len(kb), "names": kb.num_names, "strings": len(names),
+                      "languages": kb.languages(), "hash": kb.content_hash()}
+    manifest["updates"] = [*manifest.get("updates", []), update]
+    manifest.update(file_records(staging, (file for file in staging.rglob("*")
+                                            if file.is_file() and file.name != MANIFEST)))
+    (staging / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False))
+

@@ -1,0 +1,74 @@
+"""Adding names to a built bundle: found afterwards, as a rebuild would find them, and nothing half-written."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from support import babelink
+
+from babelink.bundle.store import MANIFEST, build_bundle, load_bundle
+from babelink.bundle.update import update_bundle
+from babelink.errors import BundleError
+from babelink.kb.base import KnowledgeBaseBuilder
+from babelink.link.linker import Linker
+
+BASE = {"C1": ["Myocardial infarction"], "C2": ["Asthma"], "C3": ["Diabetes mellitus"]}
+ADDED = {"C1": ["Heart attack"], "C4": ["Gout", "Podagra"]}
+
+
+def knowledge_base(names: dict[str, list[str]]):
+    builder = KnowledgeBaseBuilder()
+    for concept_id, concept_names in names.items():
+        for position, name in enumerate(concept_names):
+            builder.add_name(concept_id, name, lang="en", preferred=position == 0)
+    return builder.build()
+
+
+@pytest.mark.parametrize("retriever", ["sparse", "hybrid"])
+def test_added_names_are_found_as_after_a_rebuild(tmp_path, tiny_encoder_dir, retriever):
+    encoder = {"encoder": tiny_encoder_dir} if retriever == "hybrid" else {}
+    path = build_bundle(knowledge_base(BASE), tmp_path / "b", retriever=retriever, **encoder)
+    updated = update_bundle(path, knowledge_base(ADDED), tmp_path / "u", source="added.tsv")
+    rebuilt = build_bundle(knowledge_base({**BASE, "C1": BASE["C1"] + ADDED["C1"], "C4": ADDED["C4"]}),
+                           tmp_path / "r", retriever=retriever, **encoder)
+    queries = ["heart attack", "podagra", "gout", "asthma", "myocardial infarction"]
+    by_update, by_rebuild = (Linker.open(p).normalize(queries, top_k=2) for p in (updated, rebuilt))
+    assert [c[0].concept_id for c in by_update] == ["C1", "C4", "C4", "C2", "C1"]
+    assert [[(c.concept_id, round(c.score, 4)) for c in found] for found in by_update][1:3] == [
+        [(c.concept_id, round(c.score, 4)) for c in found] for found in by_rebuild][1:3]
+    manifest = load_bundle(updated, verify=True).manifest
+    assert manifest["kb"]["concepts"] == 4 and manifest["kb"]["names"] == 6
+    assert manifest["updates"][0] | {"source": "added.tsv", "names": 3, "new_concepts": 1, "new_strings": 3} == (
+        manifest["updates"][0])
+    assert load_bundle(path).manifest["kb"]["concepts"] == 3  # --out leaves the original as it was
+
+
+def test_cli_update_in_place_and_its_errors(tmp_path):
+    kb = tmp_path / "kb.tsv"
+    kb.write_text("id\tname\nC1\tMyocardial infarction\nC2\tAsthma\n", encoding="utf-8")
+    bundle = tmp_path / "bundle"
+    assert babelink("build", "--kb", kb, "--out", bundle, "--retriever", "sparse").returncode == 0
+    before = (bundle / MANIFEST).read_text()
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("id\tname\nC9\tGout\nC10\n", encoding="utf-8")
+    failed = babelink("update", "--bundle", bundle, "--add", bad)
+    assert failed.returncode != 0 and "bad.tsv:3" in failed.stderr and "Traceback" not in failed.stderr
+    assert (bundle / MANIFEST).read_text() == before  # untouched
+    good = tmp_path / "add.tsv"
+    good.write_text("id\tname\nC1\tHeart attack\n", encoding="utf-8")
+    assert babelink("update", "--bundle", bundle, "--add", good).returncode == 0
+    found = json.loads(babelink("normalize", "--bundle", bundle, "--top-k", "1", "heart attack").stdout)
+    assert found["candidates"][0]["id"] == "C1" and found["candidates"][0]["matched_name"] == "Heart attack"
+
+
+def test_an_update_with_another_encoder_is_refused(tmp_path, tiny_encoder_dir):
+    encoder = tmp_path / "encoder"
+    shutil.copytree(tiny_encoder_dir, encoder)
+    path = build_bundle(knowledge_base(BASE), tmp_path / "b", retriever="dense", encoder=encoder)
+    config = encoder / "config.json"
+    config.write_text(config.read_text().replace("{", '{"babelink_test_change": 1, ', 1))  # another checkpoint
+    with pytest.raises(BundleError, match="fingerprint differs"):
+        update_bundle(path, knowledge_base(ADDED), tmp_path / "u")
+    assert not (tmp_path / "u").exists()
