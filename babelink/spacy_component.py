@@ -22,19 +22,23 @@ from babelink.batching import batched
 from babelink.formats.document import Document
 from babelink.link.linker import Linker
 from babelink.link.mentions import LinkedDocument, LinkedMention
+from babelink.retrieve.filters import NameFilter
 
 SPAN_EXTENSIONS = ("babelink_score", "babelink_probability", "babelink_name", "babelink_candidates")
 DOC_EXTENSIONS = ("babelink_mentions", "babelink_provenance")
 
 
 @Language.factory("babelink", default_config={"bundle": None, "filter": None, "lang": None, "batch_size": 16,
-                                              "overwrite_ents": False, "label": "ENTITY"})
+                                              "overwrite_ents": False, "label": "ENTITY", "types": None,
+                                              "sources": None, "langs": None})
 def make_babelink(nlp: Language, name: str, bundle: str | None, filter: str | None, lang: str | None,
-                  batch_size: int, overwrite_ents: bool, label: str) -> BabelinkComponent:
+                  batch_size: int, overwrite_ents: bool, label: str, types: list[str] | None,
+                  sources: list[str] | None, langs: list[str] | None) -> BabelinkComponent:
     """`bundle` None: the embedded default bundle; `filter`: a contextual filter directory;
-    `lang` None: the pipeline's language, guessed per text for multi-language ("xx") pipelines."""
+    `lang` None: the pipeline's language, guessed per text for multi-language ("xx") pipelines;
+    `types`, `sources`, `langs`: search only those names (`retrieve.filters`)."""
     return BabelinkComponent(
-        Linker.open(bundle, filter=filter),
+        Linker.open(bundle, filter=filter, name_filter=NameFilter.of(types, sources, langs)),
         lang or (None if nlp.lang == "xx" else nlp.lang),
         batch_size,
         overwrite_ents,

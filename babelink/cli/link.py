@@ -8,7 +8,15 @@ from typing import Annotated
 
 import typer
 
-from babelink.cli.options import BundleOption, FilterOption, MinProbabilityOption, counted
+from babelink.cli.options import (
+    BundleOption,
+    FilterOption,
+    LangsOption,
+    MinProbabilityOption,
+    SourcesOption,
+    TypesOption,
+    counted,
+)
 from babelink.errors import InvalidInputError
 from babelink.fsutil import refuse_same_file
 
@@ -50,6 +58,9 @@ def link(
         bool, typer.Option("--candidates", help="JSONL: each mention's ranked candidates too.")
     ] = False,
     min_probability: MinProbabilityOption = None,
+    types: TypesOption = None,
+    sources: SourcesOption = None,
+    langs: LangsOption = None,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Documents linked together.")] = 16,
     overwrite: Annotated[
         bool,
@@ -101,7 +112,12 @@ def link(
                    err=True)
     documents = ([Document(str(number), text, lang=lang) for number, text in enumerate(texts, start=1)] if texts
                  else read_input_documents(input_path, lang=lang))
+    from babelink.retrieve.filters import NameFilter
+
     params = {} if min_probability is None else {"min_probability": min_probability}
+    name_filter = NameFilter.of(types, sources, langs)
+    if name_filter and engine is Engine.ray:
+        raise InvalidInputError("--types, --sources and --langs run with --engine local only")
     if engine is Engine.ray:
         from babelink.corpus.ray_engine import link_with_ray
 
@@ -110,7 +126,8 @@ def link(
     else:
         from babelink.link.linker import Linker
 
-        linker = Linker.open(bundle, filter=context_filter, ner=ner, **params)  # loaded now; documents link lazily
+        # loaded now; documents link lazily
+        linker = Linker.open(bundle, filter=context_filter, ner=ner, name_filter=name_filter, **params)
         results = linker.link_stream((d for d in documents if d.id not in done), batch_size)
     with counted("linking", skipped=len(done)) as advance:
         write_linked((advance(result) for result in results), output, output_format.value, candidates=candidates,

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from babelink.cli.options import BundleOption, MinProbabilityOption
+from babelink.cli.options import BundleOption, LangsOption, MinProbabilityOption, SourcesOption, TypesOption
 from babelink.errors import InvalidInputError
 from babelink.fsutil import refuse_same_file
 from babelink.retrieve.candidate import MAX_TOP_K
@@ -35,6 +35,9 @@ def normalize(
         "--lang", help="Language of the mentions (ISO 639-1 or UMLS LAT); with translation lexicons in the bundle, "
                        "guessed per mention when omitted.")] = None,
     min_probability: MinProbabilityOption = None,
+    types: TypesOption = None,
+    sources: SourcesOption = None,
+    langs: LangsOption = None,
     skip_invalid: Annotated[bool, typer.Option(
         "--skip-invalid", help="Write an error record for an unusable mention and go on, instead of stopping "
                                "at its line.")] = False,
@@ -51,7 +54,9 @@ def normalize(
     for mention in mentions or ():
         if not mention.strip():
             raise InvalidInputError("empty mention given as an argument")
-    linker = Linker.open(bundle)
+    from babelink.retrieve.filters import NameFilter
+
+    linker = Linker.open(bundle, name_filter=NameFilter.of(types, sources, langs))
     if mentions:
         lines, source = ((number, mention, mention) for number, mention in enumerate(mentions, 1)), "<arguments>"
     else:

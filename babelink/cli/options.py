@@ -24,6 +24,12 @@ MinProbabilityOption = Annotated[
         help="Keep only concepts whose calibrated probability of being right reaches this (link: the default "
              "chosen on dev data; normalize: 0, and a mention with none left is NIL).")
 ]
+TypesOption = Annotated[list[str] | None, typer.Option(
+    "--types", help="Search only names of concepts of these semantic types (MRSTY; repeat or comma-separate).")]
+SourcesOption = Annotated[list[str] | None, typer.Option(
+    "--sources", help="Search only names from these source vocabularies (SAB; repeat or comma-separate).")]
+LangsOption = Annotated[list[str] | None, typer.Option(
+    "--langs", help="Search only names in these languages (ISO 639-1 or LAT; repeat or comma-separate).")]
 KbFormatOption = Annotated[
     str | None, typer.Option("--kb-format", help="umls|ctd|obo|tsv|jsonl|parquet; inferred when omitted.")
 ]

@@ -7,7 +7,14 @@ from typing import Annotated
 
 import typer
 
-from babelink.cli.options import BundleOption, FilterOption, MinProbabilityOption
+from babelink.cli.options import (
+    BundleOption,
+    FilterOption,
+    LangsOption,
+    MinProbabilityOption,
+    SourcesOption,
+    TypesOption,
+)
 
 
 def info(bundle: BundleOption = None) -> None:
@@ -38,6 +45,9 @@ def serve(
     port: Annotated[int, typer.Option("--port", min=0, max=65535)] = 8000,
     context_filter: FilterOption = None,
     min_probability: MinProbabilityOption = None,
+    types: TypesOption = None,
+    sources: SourcesOption = None,
+    langs: LangsOption = None,
     workers: Annotated[int, typer.Option(
         "--workers", min=1, help="Threads running model work (torch already uses every core).")] = 1,
     queue: Annotated[int, typer.Option(
@@ -53,9 +63,10 @@ def serve(
     import uvicorn
 
     from babelink.link.linker import Linker
+    from babelink.retrieve.filters import NameFilter
     from babelink.serve import ServiceLimits, create_app
 
-    linker = Linker.open(bundle, filter=context_filter,
+    linker = Linker.open(bundle, filter=context_filter, name_filter=NameFilter.of(types, sources, langs),
                          **({} if min_probability is None else {"min_probability": min_probability}))
     service = create_app(linker, ServiceLimits(workers=workers, queue=queue, timeout=timeout))
     typer.echo(f"serving {linker.bundle.path} on http://{host}:{port}/", err=True)

@@ -106,12 +106,32 @@ class DenseNameIndex:
             ivf.nprobe = self.params.nprobe
             ivf.make_direct_map()  # lets `score_pairs` decode any name's vector
 
-    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """Top-k string rows and inner products per query, best first; -1 / 0.0 pad missing hits."""
+    def search(self, queries: np.ndarray, k: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Top-k string rows and inner products per query, best first; -1 / 0.0 pad missing hits.
+        `allowed` (a mask over rows) restricts the search itself, through a FAISS ID selector."""
         self._check_dimension(queries)
-        scores, rows = self.index.search(np.ascontiguousarray(queries, dtype=np.float32), k)
+        queries = np.ascontiguousarray(queries, dtype=np.float32)
+        if allowed is None:
+            scores, rows = self.index.search(queries, k)
+        else:
+            scores, rows = self._filtered_search(queries, k, allowed)
         scores[rows < 0] = 0.0
         return rows.astype(np.int64), scores
+
+    def _filtered_search(self, queries: np.ndarray, k: int, allowed: np.ndarray):
+        faiss = _faiss()
+        bits = np.packbits(allowed.astype(bool), bitorder="little")
+        selector = faiss.IDSelectorBitmap(len(allowed), faiss.swig_ptr(bits))
+        if self.params.kind == "hnsw":
+            params = faiss.SearchParametersHNSW(sel=selector, efSearch=self.params.ef_search)
+        elif self.params.kind == "ivfpq":  # the OPQ rotation, then the inverted lists
+            params = faiss.SearchParametersPreTransform(
+                index_params=faiss.SearchParametersIVF(sel=selector, nprobe=self.params.nprobe))
+        else:
+            params = faiss.SearchParameters(sel=selector)
+        result = self.index.search(queries, k, params=params)
+        del bits  # the selector reads it until here
+        return result
 
     def score_pairs(self, queries: np.ndarray, query_rows: np.ndarray, string_rows: np.ndarray) -> np.ndarray:
         """Inner product of `queries[query_rows[j]]` with the stored vector of `string_rows[j]`

@@ -112,16 +112,22 @@ class TfidfNameIndex:
         tf = [1.0 + np.log(count) if self.params.sublinear_tf else float(count) for count in counts.values()]
         return float(np.sum(np.square(tf))) * self._unseen_idf**2
 
-    def search(self, strings: list[str], k: int) -> tuple[np.ndarray, np.ndarray]:
-        """Top-k string indices and cosine scores per query, best first; -1 / 0.0 pad missing hits."""
+    def search(self, strings: list[str], k: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Top-k string indices and cosine scores per query, best first; -1 / 0.0 pad missing hits.
+        `allowed` (a mask over strings) restricts the search to those strings."""
         queries = self.transform(strings)
+        postings = self._postings
+        if allowed is not None:  # disallowed strings' columns emptied, not merely zeroed: top-k skips them
+            postings = postings.multiply(allowed.astype(np.float32)[np.newaxis, :]).tocsr()
+            postings.eliminate_zeros()
         if self.params.exhaustive:
-            return _top_k_rows(queries @ self._postings, k)
-        candidates, _ = _top_k_rows((queries @ self._selective) @ self._postings, max(k, self.params.pool))
+            return _top_k_rows(queries @ postings, k)
+        candidates, _ = _top_k_rows((queries @ self._selective) @ postings, max(k, self.params.pool))
         rows, scores = self._rescore(queries, candidates, k)
-        thin = np.flatnonzero((candidates[:, : min(k, self.matrix.shape[0])] < 0).any(axis=1))
+        available = self.matrix.shape[0] if allowed is None else int(allowed.sum())
+        thin = np.flatnonzero((candidates[:, : min(k, available)] < 0).any(axis=1))
         if len(thin):
-            rows[thin], scores[thin] = _top_k_rows(queries[thin] @ self._postings, k)
+            rows[thin], scores[thin] = _top_k_rows(queries[thin] @ postings, k)
         return rows, scores
 
     def _rescore(self, queries: sp.csr_matrix, candidates: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

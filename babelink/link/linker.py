@@ -11,6 +11,8 @@ from babelink.batching import batched
 from babelink.bundle.store import Bundle, load_bundle
 from babelink.detect import MentionDetector
 from babelink.detect.stopwords import BoundaryStopwords, protected_words
+from babelink.encoders import Encoder
+from babelink.encoders.cache import CachedEncoder
 from babelink.formats.document import Document
 from babelink.lang import to_iso
 from babelink.link.context_filter import ContextFilter
@@ -20,9 +22,12 @@ from babelink.link.ngram_search import LinkedPart, ngram_search
 from babelink.retrieve.calibration import CALIBRATION_FILE, Calibration, Calibrator, check_probability, script_shares
 from babelink.retrieve.candidate import Candidate, CandidateGenerator, check_top_k
 from babelink.retrieve.factory import generator_for
+from babelink.retrieve.filters import NameFilter
 from babelink.text import normalized_mention, written_in_capitals
 
 _LINK_PARAMS = frozenset(field.name for field in fields(LinkParams))
+#: Filtered linkers a linker keeps (`Linker.filtered`); each holds its compiled masks.
+MAX_FILTERED = 16
 
 
 class Linker:
@@ -42,10 +47,16 @@ class Linker:
     def __init__(self, bundle: Bundle, generator: CandidateGenerator | None = None,
                  link_params: LinkParams | None = None, context_filter: ContextFilter | None = None,
                  detector: MentionDetector | None = None, *, calibrated: bool = True,
+                 name_filter: NameFilter | None = None, encoder: Encoder | None = None,
                  _documents: DocumentLinker | None = None):
         self.bundle = bundle
         self.calibrated = calibrated
-        self.generator = generator or generator_for(bundle)
+        self.name_filter = name_filter or None
+        if generator is None and encoder is None and bundle.dense is not None:
+            encoder = CachedEncoder(bundle.encoder())
+        self.encoder = encoder
+        self.generator = generator or generator_for(bundle, encoder, name_filter=self.name_filter)
+        self._filtered: dict[NameFilter, Linker] = {}
         self.link_params = link_params or LinkParams()
         self.context_filter = context_filter
         self.detector = detector
@@ -55,10 +66,12 @@ class Linker:
 
     @classmethod
     def open(cls, bundle: str | Path | None = None, *, filter: str | Path | ContextFilter | None = None,
-             ner: str | Path | MentionDetector | None = None, **params) -> Linker:
+             ner: str | Path | MentionDetector | None = None, name_filter: NameFilter | None = None,
+             **params) -> Linker:
         """The linker of the bundle at `bundle` (None: the embedded default, built on first use),
         with an optional contextual filter and learned mention detector (directories or loaded
-        models); `params` are `LinkParams` fields (`link_threshold=0.9`, …)."""
+        models), searching only the names `name_filter` allows; `params` are `LinkParams` fields
+        (`link_threshold=0.9`, …)."""
         unknown = set(params) - _LINK_PARAMS
         if unknown:
             raise TypeError(f"unknown link parameters: {', '.join(sorted(unknown))}")
@@ -72,7 +85,8 @@ class Linker:
             from babelink.detect.ner import NerDetector
 
             ner = NerDetector(ner)
-        return cls(load_bundle(bundle), link_params=LinkParams(**params), context_filter=filter, detector=ner)
+        return cls(load_bundle(bundle), link_params=LinkParams(**params), context_filter=filter, detector=ner,
+                   name_filter=name_filter)
 
     def with_options(self, **changes) -> Linker:
         """This linker with other `link_params`, `context_filter` or `detector`; the bundle,
@@ -82,7 +96,20 @@ class Linker:
         if unknown:
             raise TypeError(f"with_options takes {', '.join(current)}, not {', '.join(sorted(unknown))}")
         return Linker(self.bundle, self.generator, **{**current, **changes}, calibrated=self.calibrated,
-                      _documents=self.documents)
+                      name_filter=self.name_filter, encoder=self.encoder, _documents=self.documents)
+
+    def filtered(self, name_filter: NameFilter | None) -> Linker:
+        """This linker searching only the names `name_filter` allows (types, sources, languages;
+        `retrieve.filters`), sharing the bundle, encoder and calibrator; built once per filter."""
+        if not name_filter or name_filter == self.name_filter:
+            return self
+        if name_filter not in self._filtered:
+            if len(self._filtered) >= MAX_FILTERED:  # filters may come from service clients: keep the newest
+                del self._filtered[next(iter(self._filtered))]
+            self._filtered[name_filter] = Linker(
+                self.bundle, link_params=self.link_params, context_filter=self.context_filter,
+                detector=self.detector, calibrated=self.calibrated, name_filter=name_filter, encoder=self.encoder)
+        return self._filtered[name_filter]
 
     @cached_property
     def documents(self) -> DocumentLinker:
@@ -91,7 +118,8 @@ class Linker:
         bundles = [self.bundle] + ([self.bundle.spans] if self.bundle.spans is not None else [])
         protected = protected_words(surface for part in bundles for surface in part.names.surfaces)
         sparse = self.bundle.retriever == "sparse"
-        recall = self.generator if sparse else generator_for(self.bundle, retriever="sparse")
+        recall = self.generator if sparse else generator_for(self.bundle, retriever="sparse",
+                                                             name_filter=self.name_filter)
         return DocumentLinker(recall, self.generator, BoundaryStopwords(protected), self.link_params,
                               self.context_filter, self.detector, self.calibration)
 

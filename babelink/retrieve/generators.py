@@ -16,14 +16,17 @@ from babelink.index.names import NameTable
 from babelink.index.sparse import TfidfNameIndex
 from babelink.kb.base import KnowledgeBase
 from babelink.retrieve.candidate import Candidate
+from babelink.retrieve.filters import AllowedNames
 
 
 class _StringHitAggregator:
     """Turns ranked string hits into ranked concepts (the best name of each concept wins)."""
 
-    def __init__(self, kb: KnowledgeBase, names: NameTable, threshold: float = 0.0):
+    def __init__(self, kb: KnowledgeBase, names: NameTable, threshold: float = 0.0,
+                 allowed: AllowedNames | None = None):
         self.names = names
         self.threshold = threshold
+        self.allowed = allowed
         self._concept_ids = kb.concepts.column("concept_id").to_pylist()
         self._preferred = kb.concepts.column("preferred_name").to_pylist()
 
@@ -45,8 +48,10 @@ class _StringHitAggregator:
                 break
             if not capitals and self.names.capitals_only[string_row]:
                 continue
-            for concept_row in self.names.concepts_of(string_row):
-                if concept_row in seen:
+            first_pair = self.names.offsets[string_row]
+            for position_in_string, concept_row in enumerate(self.names.concepts_of(string_row)):
+                if concept_row in seen or (self.allowed is not None
+                                           and not self.allowed.pairs[first_pair + position_in_string]):
                     continue
                 seen.add(concept_row)
                 ranked.append(
@@ -67,8 +72,8 @@ class _StringHitAggregator:
 class ExactMatchGenerator:
     """Dictionary baseline: concepts having a name equal to the (normalised) mention."""
 
-    def __init__(self, kb: KnowledgeBase, names: NameTable):
-        self._aggregate = _StringHitAggregator(kb, names)
+    def __init__(self, kb: KnowledgeBase, names: NameTable, allowed: AllowedNames | None = None):
+        self._aggregate = _StringHitAggregator(kb, names, allowed=allowed)
         self._names = names
 
     def generate(self, normalized: Sequence[str], top_k: int, capitals: Sequence[bool] | None = None,
@@ -86,15 +91,17 @@ class SparseGenerator:
     #: Strings searched per requested concept: several strings may name the same concept.
     STRINGS_PER_CONCEPT = 4
 
-    def __init__(self, kb: KnowledgeBase, names: NameTable, index: TfidfNameIndex, threshold: float = 0.0):
-        self._aggregate = _StringHitAggregator(kb, names, threshold)
+    def __init__(self, kb: KnowledgeBase, names: NameTable, index: TfidfNameIndex, threshold: float = 0.0,
+                 allowed: AllowedNames | None = None):
+        self._aggregate = _StringHitAggregator(kb, names, threshold, allowed)
         self._index = index
+        self._strings = None if allowed is None else allowed.strings
 
     def generate(self, normalized: Sequence[str], top_k: int, capitals: Sequence[bool] | None = None,
                  langs: Sequence[str | None] | None = None) -> list[list[Candidate]]:
         if not normalized:
             return []
-        strings, scores = self._index.search(list(normalized), top_k * self.STRINGS_PER_CONCEPT)
+        strings, scores = self._index.search(list(normalized), top_k * self.STRINGS_PER_CONCEPT, self._strings)
         scores = scores.astype(np.float64)
         return [
             self._aggregate.concepts(rows, row_scores, top_k, capitals=in_capitals)
@@ -107,17 +114,19 @@ class DenseGenerator:
 
     STRINGS_PER_CONCEPT = SparseGenerator.STRINGS_PER_CONCEPT
 
-    def __init__(self, kb: KnowledgeBase, names: NameTable, index: DenseNameIndex, encoder, threshold: float = 0.0):
-        self._aggregate = _StringHitAggregator(kb, names, threshold)
+    def __init__(self, kb: KnowledgeBase, names: NameTable, index: DenseNameIndex, encoder, threshold: float = 0.0,
+                 allowed: AllowedNames | None = None):
+        self._aggregate = _StringHitAggregator(kb, names, threshold, allowed)
         self._index = index
         self._encoder = encoder
+        self._strings = None if allowed is None else allowed.strings
 
     def generate(self, normalized: Sequence[str], top_k: int, capitals: Sequence[bool] | None = None,
                  langs: Sequence[str | None] | None = None) -> list[list[Candidate]]:
         if not normalized:
             return []
         vectors = self._encoder.encode(list(normalized))
-        strings, scores = self._index.search(vectors, top_k * self.STRINGS_PER_CONCEPT)
+        strings, scores = self._index.search(vectors, top_k * self.STRINGS_PER_CONCEPT, self._strings)
         scores = scores.astype(np.float64)
         return [
             self._aggregate.concepts(rows, s, top_k, dense_scores=s, capitals=in_capitals)
@@ -145,10 +154,12 @@ class HybridGenerator:
     """Sparse TF-IDF and dense encoder candidates fused by a weighted sum of cosines."""
 
     def __init__(self, kb: KnowledgeBase, names: NameTable, sparse: TfidfNameIndex, dense: DenseNameIndex,
-                 encoder, params: HybridParams = HybridParams(), threshold: float = 0.0):
-        self._aggregate = _StringHitAggregator(kb, names, threshold)
+                 encoder, params: HybridParams = HybridParams(), threshold: float = 0.0,
+                 allowed: AllowedNames | None = None):
+        self._aggregate = _StringHitAggregator(kb, names, threshold, allowed)
         self._sparse, self._dense, self._encoder = sparse, dense, encoder
         self.params = params
+        self._strings = None if allowed is None else allowed.strings
 
     def generate(self, normalized: Sequence[str], top_k: int, capitals: Sequence[bool] | None = None,
                  langs: Sequence[str | None] | None = None) -> list[list[Candidate]]:
@@ -158,8 +169,8 @@ class HybridGenerator:
         pool = max(self.params.pool, top_k * SparseGenerator.STRINGS_PER_CONCEPT)
         sparse_queries = self._sparse.transform(normalized)
         vectors = self._encoder.encode(normalized)
-        sparse_rows, _ = self._sparse.search(normalized, pool)
-        dense_rows, _ = self._dense.search(vectors, pool)
+        sparse_rows, _ = self._sparse.search(normalized, pool, self._strings)
+        dense_rows, _ = self._dense.search(vectors, pool, self._strings)
         query_rows, string_rows = _union_per_query(np.concatenate([sparse_rows, dense_rows], axis=1))
         sparse_scores = self._sparse.score_pairs(sparse_queries, query_rows, string_rows).astype(np.float64)
         dense_scores = self._dense.score_pairs(vectors, query_rows, string_rows).astype(np.float64)

@@ -18,6 +18,7 @@ from babelink.errors import InvalidInputError
 from babelink.formats.document import Document
 from babelink.link.linker import Linker
 from babelink.link.records import normalize_record
+from babelink.retrieve.filters import NameFilter
 from babelink.serve.limits import BodyLimit, ServiceLimits, error_response
 from babelink.serve.pool import Overloaded, TimedOut, WorkerPool
 from babelink.serve.schema import (
@@ -63,8 +64,8 @@ def create_app(linker: Linker, limits: ServiceLimits = DEFAULT_LIMITS) -> FastAP
     async def normalize(request: NormalizeRequest) -> JSONResponse:
         """Ranked KB concepts for each mention: the objects `babelink normalize` writes per line."""
         _check_count(len(request.mentions), limits.max_mentions, "mentions")
-        results = await pool.run(_normalize, linker, request.mentions, request.top_k, request.lang,
-                                 request.min_probability)
+        results = await pool.run(_normalize, _filtered(linker, request), request.mentions, request.top_k,
+                                 request.lang, request.min_probability)
         return JSONResponse({"results": results})
 
     @app.post("/link", response_model=LinkedDocumentOut | LinkBatchResponse, responses=_ERRORS)
@@ -81,7 +82,7 @@ def create_app(linker: Linker, limits: ServiceLimits = DEFAULT_LIMITS) -> FastAP
             if len(document.text) > limits.max_text_chars:
                 raise _TooLarge(f"document {document.id!r}: {len(document.text):,} characters exceed the "
                                 f"{limits.max_text_chars:,}-character limit per text")
-        linked = await pool.run(_link, linker, documents)
+        linked = await pool.run(_link, _filtered(linker, request), documents)
         return JSONResponse(linked[0] if isinstance(request, LinkText) else {"documents": linked})
 
     @app.get("/health", response_model=HealthResponse)
@@ -94,6 +95,10 @@ def create_app(linker: Linker, limits: ServiceLimits = DEFAULT_LIMITS) -> FastAP
         return HTMLResponse(viewer)
 
     return app
+
+
+def _filtered(linker: Linker, request) -> Linker:
+    return linker.filtered(NameFilter.of(request.types, request.sources, request.langs))
 
 
 def _normalize(linker: Linker, mentions: list[str], top_k: int, lang: str | None, min_probability: float) -> list[dict]:

@@ -14,7 +14,15 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
-class NormalizeRequest(_Strict):
+class _Filters(_Strict):
+    types: list[str] | None = Field(None, max_length=100, description="Search only names of concepts of these "
+                                    "semantic types (MRSTY).")
+    sources: list[str] | None = Field(None, max_length=100, description="Search only names from these source "
+                                      "vocabularies (SAB).")
+    langs: list[str] | None = Field(None, max_length=100, description="Search only names in these languages.")
+
+
+class NormalizeRequest(_Filters):
     mentions: list[str] = Field(description="Mention strings, in any language.")
     top_k: int = Field(5, ge=1, le=MAX_TOP_K, description="Concepts per mention.")
     lang: str | None = Field(None, max_length=16, description="ISO 639-1 code of the mentions; with translation "
@@ -58,16 +66,20 @@ class NormalizeResponse(BaseModel):
     results: list[NormalizeResult] = Field(description="One per mention, in request order.")
 
 
-class LinkText(_Strict):
+class _Text(_Strict):
     text: str
     lang: str | None = Field(None, max_length=16, description="ISO 639-1 code; guessed from the text when omitted.")
 
 
-class LinkDocument(LinkText):
+class LinkText(_Text, _Filters):
+    pass
+
+
+class LinkDocument(_Text):
     id: str = Field(max_length=1000)
 
 
-class LinkBatch(_Strict):
+class LinkBatch(_Filters):
     documents: list[LinkDocument]
 
     @field_validator("documents")

@@ -1,0 +1,119 @@
+"""Filters applied inside retrieval: only names of the given semantic types, sources or languages
+are searched, so top-k holds k matching concepts.
+
+Ranking first and filtering after (what peers do) returns fewer than k answers, or none, when the
+best matches are of another type. Here a filter compiles, once per bundle, into a mask over the
+name strings (searched by TF-IDF and FAISS only where allowed) and a mask over the (string,
+concept) pairs (a string shared by an allowed and a disallowed name answers only for the
+allowed one's concept).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow.compute as pc
+
+from babelink.errors import InvalidInputError
+from babelink.index.names import NameTable
+from babelink.kb.base import KnowledgeBase
+from babelink.lang import to_iso
+from babelink.text import normalize_name
+
+
+@dataclass(frozen=True)
+class NameFilter:
+    """Semantic types (MRSTY TUIs or names, a concept's `types`), sources (a name's vocabulary,
+    SAB) and languages (ISO 639-1 or UMLS LAT); None: no restriction on that field."""
+
+    types: frozenset[str] | None = None
+    sources: frozenset[str] | None = None
+    langs: frozenset[str] | None = None
+
+    @classmethod
+    def of(cls, types: Iterable[str] | None = None, sources: Iterable[str] | None = None,
+           langs: Iterable[str] | None = None) -> NameFilter:
+        """From option values, each a list of codes or comma-separated codes."""
+        def codes(values, convert=str.strip):
+            found = frozenset(convert(part) for value in values or () for part in value.split(",") if part.strip())
+            return found or None
+        return cls(codes(types), codes(sources), codes(langs, lambda code: to_iso(code.strip())))
+
+    def __bool__(self) -> bool:
+        return any(field is not None for field in (self.types, self.sources, self.langs))
+
+
+@dataclass(frozen=True)
+class AllowedNames:
+    strings: np.ndarray  # per name string: some allowed name is written so
+    pairs: np.ndarray  # aligned with `NameTable.concept_rows`: the (string, concept) pair has an allowed name
+
+
+def allowed_names(kb: KnowledgeBase, names: NameTable, name_filter: NameFilter) -> AllowedNames:
+    """Compile `name_filter` for one bundle; a type, source or language the KB does not have is an
+    `InvalidInputError` that lists those it has."""
+    keep = np.ones(kb.num_names, dtype=bool)
+    for field, column, known in (("sources", "source", _values(kb.names.column("source"))),
+                                 ("langs", "lang", _values(kb.names.column("lang")))):
+        wanted = getattr(name_filter, field)
+        if wanted is not None:
+            _check(field, wanted, known)
+            keep &= pc.is_in(kb.names.column(column), value_set=_array(wanted)).to_numpy(zero_copy_only=False)
+    concept_rows = pc.index_in(kb.names.column("concept_id"), value_set=kb.concepts.column("concept_id"))
+    concept_rows = concept_rows.to_numpy(zero_copy_only=False).astype(np.int64)
+    if name_filter.types is not None:
+        types = kb.concepts.column("types").to_pylist()
+        _check("types", name_filter.types, {value for concept in types for value in concept or ()})
+        typed = np.array([bool(name_filter.types.intersection(concept or ())) for concept in types], dtype=bool)
+        keep &= typed[concept_rows]
+    rows = np.flatnonzero(keep)
+    string_rows = np.array([_row(names, name) for name in kb.names.column("name").take(rows).to_pylist()],
+                           dtype=np.int64)
+    found = string_rows >= 0
+    allowed_pairs = np.unique(string_rows[found] * len(kb) + concept_rows[rows][found])
+    pair_strings = np.repeat(np.arange(len(names)), np.diff(names.offsets))
+    pairs = np.isin(pair_strings * len(kb) + names.concept_rows, allowed_pairs)
+    strings = np.zeros(len(names), dtype=bool)
+    strings[pair_strings[pairs]] = True
+    return AllowedNames(strings, pairs)
+
+
+def allowed_concepts(kb: KnowledgeBase, names: NameTable, allowed: AllowedNames) -> frozenset[str]:
+    """Ids of the concepts that have an allowed name."""
+    ids = kb.concepts.column("concept_id").to_pylist()
+    return frozenset(ids[row] for row in np.unique(names.concept_rows[allowed.pairs]))
+
+
+def concepts_only(kb: KnowledgeBase, names: NameTable, concept_ids: frozenset[str]) -> AllowedNames:
+    """The names of `concept_ids` only: how a filter carries over to a labeled-span index, whose
+    names (training mentions) have no source or type of their own."""
+    wanted = np.array([concept in concept_ids for concept in kb.concepts.column("concept_id").to_pylist()], dtype=bool)
+    pairs = wanted[names.concept_rows] if len(names.concept_rows) else np.zeros(0, dtype=bool)
+    strings = np.zeros(len(names), dtype=bool)
+    strings[np.repeat(np.arange(len(names)), np.diff(names.offsets))[pairs]] = True
+    return AllowedNames(strings, pairs)
+
+
+def _row(names: NameTable, name: str) -> int:
+    row = names.lookup(normalize_name(name))
+    return -1 if row is None else row
+
+
+def _values(column) -> set[str]:
+    return {value for value in pc.unique(column).to_pylist() if value is not None}
+
+
+def _array(values: frozenset[str]):
+    import pyarrow as pa
+
+    return pa.array(sorted(values), pa.string())
+
+
+def _check(field: str, wanted: frozenset[str], known: set[str]) -> None:
+    unknown = sorted(wanted - known)
+    if unknown:
+        listed = ", ".join(sorted(known)[:40]) + (" …" if len(known) > 40 else "")
+        raise InvalidInputError(f"--{field}: {', '.join(unknown)} not in this bundle's KB "
+                                f"(it has: {listed or 'none'})")

@@ -1,0 +1,87 @@
+"""Filters inside retrieval: top-k holds k concepts of the requested types, sources or languages."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from support import babelink
+
+from babelink.bundle.store import build_bundle
+from babelink.errors import InvalidInputError
+from babelink.kb.base import KnowledgeBaseBuilder
+from babelink.link.linker import Linker
+from babelink.retrieve.filters import NameFilter
+
+#: concept → (semantic type, [(name, lang, source)])
+CONCEPTS = {
+    "D1": ("T047", [("Cold", "en", "MSH"), ("Common cold", "en", "MSH"), ("Resfriado", "es", "MSHSPA")]),
+    "D2": ("T047", [("Cold urticaria", "en", "MSH")]),
+    "P1": ("T033", [("Cold sensation", "en", "HPO"), ("Cold", "en", "HPO")]),  # shares "Cold" with D1
+    "P2": ("T033", [("Cold hands", "en", "HPO")]),
+    "P3": ("T033", [("Cold feet", "en", "HPO")]),
+}
+
+
+@pytest.fixture(scope="module", params=["sparse", "hybrid"])
+def linker(request, tmp_path_factory, tiny_encoder_dir):
+    builder = KnowledgeBaseBuilder()
+    for concept_id, (semantic_type, names) in CONCEPTS.items():
+        for position, (name, lang, source) in enumerate(names):
+            builder.add_name(concept_id, name, lang=lang, source=source, preferred=position == 0)
+        builder.add_concept(concept_id, types=[semantic_type])
+    encoder = {"encoder": tiny_encoder_dir} if request.param == "hybrid" else {}
+    return Linker.open(build_bundle(builder.build(), tmp_path_factory.mktemp("b") / "b", retriever=request.param,
+                                    **encoder))
+
+
+def ids(candidates):
+    return [candidate.concept_id for candidate in candidates]
+
+
+def test_top_k_holds_k_concepts_of_the_type(linker):
+    phenotypes = linker.filtered(NameFilter.of(types=["T033"])).normalize("cold", top_k=3)
+    assert sorted(ids(phenotypes)) == ["P1", "P2", "P3"]
+    diseases = linker.filtered(NameFilter.of(types=["T047"])).normalize("cold", top_k=3)
+    assert set(ids(diseases)) == {"D1", "D2"}
+    assert ids(diseases)[0] == "D1" and diseases[0].matched_name == "Cold"  # the shared string, for D1 only
+
+
+def test_sources_and_languages(linker):
+    assert ids(linker.filtered(NameFilter.of(sources=["HPO"])).normalize("cold", top_k=5)) != []
+    assert set(ids(linker.filtered(NameFilter.of(sources=["HPO"])).normalize("cold", top_k=5))) <= {"P1", "P2", "P3"}
+    spanish = linker.filtered(NameFilter.of(langs=["SPA"])).normalize("resfriado", top_k=5)
+    assert ids(spanish) == ["D1"] and spanish[0].matched_name == "Resfriado"
+
+
+def test_a_filter_that_matches_nothing_answers_nothing(linker):
+    assert linker.filtered(NameFilter.of(types=["T033"], sources=["MSH"])).normalize("cold", top_k=5) == []
+
+
+def test_unknown_values_are_clear_errors(linker):
+    with pytest.raises(InvalidInputError, match=r"--types: T999 not in this bundle's KB \(it has: T033, T047\)"):
+        linker.filtered(NameFilter.of(types=["T999"]))
+    with pytest.raises(InvalidInputError, match="--sources: UMLS"):
+        linker.filtered(NameFilter.of(sources=["UMLS,HPO"]))
+
+
+def test_filtered_linking(linker):
+    linked = linker.filtered(NameFilter.of(types=["T047"])).link("Cold feet and cold urticaria.", lang="en")
+    assert {mention.concept.concept_id for mention in linked.mentions} <= {"D1", "D2"}
+    assert linker.filtered(NameFilter.of(types=["T047"])) is linker.filtered(NameFilter.of(types=["T047"]))
+
+
+def test_cli_and_rest(linker):
+    bundle = linker.bundle.path
+    result = babelink("normalize", "--bundle", bundle, "--types", "T033", "--top-k", "3", "cold")
+    assert sorted(c["id"] for c in json.loads(result.stdout)["candidates"]) == ["P1", "P2", "P3"]
+    refused = babelink("normalize", "--bundle", bundle, "--sources", "NOPE", "cold")
+    assert refused.returncode != 0 and "--sources: NOPE not in this bundle's KB" in refused.stderr
+    from fastapi.testclient import TestClient
+
+    from babelink.serve import create_app
+
+    client = TestClient(create_app(linker))
+    answer = client.post("/normalize", json={"mentions": ["cold"], "top_k": 3, "types": ["T033"]}).json()
+    assert sorted(c["id"] for c in answer["results"][0]["candidates"]) == ["P1", "P2", "P3"]
+    assert client.post("/normalize", json={"mentions": ["cold"], "types": ["T999"]}).status_code == 422
