@@ -30,5 +30,9 @@ class CachedEncoder:
             self._vectors.popitem(last=False)
         return vectors
 
+    def clear(self) -> None:
+        """Forget every vector (a benchmark timing encoding as well as search starts from here)."""
+        self._vectors.clear()
+
     def describe(self) -> dict:
         return self.encoder.describe()

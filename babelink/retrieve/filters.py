@@ -1,11 +1,13 @@
-"""Filters applied inside retrieval: only names of the given semantic types, sources or languages
-are searched, so top-k holds k matching concepts.
+"""Filters applied inside retrieval: only concepts of the given semantic types, sources or
+languages are searched, so top-k holds k matching concepts.
 
 Ranking first and filtering after (what peers do) returns fewer than k answers, or none, when the
-best matches are of another type. Here a filter compiles, once per bundle, into a mask over the
-name strings (searched by TF-IDF and FAISS only where allowed) and a mask over the (string,
-concept) pairs (a string shared by an allowed and a disallowed name answers only for the
-allowed one's concept).
+best matches are other concepts. Here a filter selects the concepts that have a name from the
+given sources, in the given languages, and one of the given types; all of their names are
+searched (a Spanish mention still meets a MeSH concept through its Spanish name). It compiles,
+once per bundle, into a mask over the name strings (searched by TF-IDF and FAISS only where
+allowed) and one over the (string, concept) pairs (a string two concepts share answers only for
+the allowed one).
 """
 
 from __future__ import annotations
@@ -20,13 +22,13 @@ from babelink.errors import InvalidInputError
 from babelink.index.names import NameTable
 from babelink.kb.base import KnowledgeBase
 from babelink.lang import to_iso
-from babelink.text import normalize_name
 
 
 @dataclass(frozen=True)
 class NameFilter:
     """Semantic types (MRSTY TUIs or names, a concept's `types`), sources (a name's vocabulary,
-    SAB) and languages (ISO 639-1 or UMLS LAT); None: no restriction on that field."""
+    SAB) and languages (ISO 639-1 or UMLS LAT) a concept's names must include; None: no
+    restriction on that field."""
 
     types: frozenset[str] | None = None
     sources: frozenset[str] | None = None
@@ -47,58 +49,47 @@ class NameFilter:
 
 @dataclass(frozen=True)
 class AllowedNames:
-    strings: np.ndarray  # per name string: some allowed name is written so
-    pairs: np.ndarray  # aligned with `NameTable.concept_rows`: the (string, concept) pair has an allowed name
+    strings: np.ndarray  # per name string: it names an allowed concept
+    pairs: np.ndarray  # aligned with `NameTable.concept_rows`: the (string, concept) pair's concept is allowed
 
 
 def allowed_names(kb: KnowledgeBase, names: NameTable, name_filter: NameFilter) -> AllowedNames:
     """Compile `name_filter` for one bundle; a type, source or language the KB does not have is an
     `InvalidInputError` that lists those it has."""
     keep = np.ones(kb.num_names, dtype=bool)
-    for field, column, known in (("sources", "source", _values(kb.names.column("source"))),
-                                 ("langs", "lang", _values(kb.names.column("lang")))):
+    for field, column in (("sources", "source"), ("langs", "lang")):
         wanted = getattr(name_filter, field)
         if wanted is not None:
-            _check(field, wanted, known)
+            _check(field, wanted, _values(kb.names.column(column)))
             keep &= pc.is_in(kb.names.column(column), value_set=_array(wanted)).to_numpy(zero_copy_only=False)
     concept_rows = pc.index_in(kb.names.column("concept_id"), value_set=kb.concepts.column("concept_id"))
-    concept_rows = concept_rows.to_numpy(zero_copy_only=False).astype(np.int64)
+    wanted_concepts = np.zeros(len(kb), dtype=bool)
+    wanted_concepts[concept_rows.to_numpy(zero_copy_only=False)[keep]] = True
     if name_filter.types is not None:
         types = kb.concepts.column("types").to_pylist()
         _check("types", name_filter.types, {value for concept in types for value in concept or ()})
-        typed = np.array([bool(name_filter.types.intersection(concept or ())) for concept in types], dtype=bool)
-        keep &= typed[concept_rows]
-    rows = np.flatnonzero(keep)
-    string_rows = np.array([_row(names, name) for name in kb.names.column("name").take(rows).to_pylist()],
-                           dtype=np.int64)
-    found = string_rows >= 0
-    allowed_pairs = np.unique(string_rows[found] * len(kb) + concept_rows[rows][found])
-    pair_strings = np.repeat(np.arange(len(names)), np.diff(names.offsets))
-    pairs = np.isin(pair_strings * len(kb) + names.concept_rows, allowed_pairs)
-    strings = np.zeros(len(names), dtype=bool)
-    strings[pair_strings[pairs]] = True
-    return AllowedNames(strings, pairs)
-
-
-def allowed_concepts(kb: KnowledgeBase, names: NameTable, allowed: AllowedNames) -> frozenset[str]:
-    """Ids of the concepts that have an allowed name."""
-    ids = kb.concepts.column("concept_id").to_pylist()
-    return frozenset(ids[row] for row in np.unique(names.concept_rows[allowed.pairs]))
+        wanted_concepts &= np.array([bool(name_filter.types.intersection(concept or ())) for concept in types])
+    return _of_concepts(names, wanted_concepts)
 
 
 def concepts_only(kb: KnowledgeBase, names: NameTable, concept_ids: frozenset[str]) -> AllowedNames:
     """The names of `concept_ids` only: how a filter carries over to a labeled-span index, whose
     names (training mentions) have no source or type of their own."""
-    wanted = np.array([concept in concept_ids for concept in kb.concepts.column("concept_id").to_pylist()], dtype=bool)
-    pairs = wanted[names.concept_rows] if len(names.concept_rows) else np.zeros(0, dtype=bool)
+    ids = kb.concepts.column("concept_id").to_pylist()
+    return _of_concepts(names, np.array([concept in concept_ids for concept in ids], dtype=bool))
+
+
+def allowed_concepts(kb: KnowledgeBase, names: NameTable, allowed: AllowedNames) -> frozenset[str]:
+    """Ids of the concepts `allowed` lets through."""
+    ids = kb.concepts.column("concept_id").to_pylist()
+    return frozenset(ids[row] for row in np.unique(names.concept_rows[allowed.pairs]))
+
+
+def _of_concepts(names: NameTable, wanted_concepts: np.ndarray) -> AllowedNames:
+    pairs = wanted_concepts[names.concept_rows] if len(names.concept_rows) else np.zeros(0, dtype=bool)
     strings = np.zeros(len(names), dtype=bool)
     strings[np.repeat(np.arange(len(names)), np.diff(names.offsets))[pairs]] = True
     return AllowedNames(strings, pairs)
-
-
-def _row(names: NameTable, name: str) -> int:
-    row = names.lookup(normalize_name(name))
-    return -1 if row is None else row
 
 
 def _values(column) -> set[str]:
