@@ -40,7 +40,8 @@ def test_english_entities_and_extensions(english):
     assert 0.0 <= first._.babelink_probability <= 1.0
     assert first._.babelink_candidates[0] == {"id": "C0011849", "name": "Diabetes mellitus",
                                               "matched_name": "Diabetes mellitus", "score": 1.0,
-                                              "probability": round(first._.babelink_probability, 4)}
+                                              "probability": round(first._.babelink_probability, 4),
+                                              "codes": {"UMLS": "C0011849"}}
     assert [(m["start"], m["end"], m["concept"]) for m in doc._.babelink_mentions] == [
         (ent.start_char, ent.end_char, ent.kb_id_) for ent in doc.ents]
     assert "candidates" in doc._.babelink_mentions[0]
@@ -84,7 +85,8 @@ def test_existing_entities(bundle, overwrite, expected):
 def test_config_round_trip(english, bundle):
     config = english.config
     assert config["components"]["babelink"] == {"factory": "babelink", "bundle": bundle, "filter": None, "lang": None,
-                                                "batch_size": 16, "overwrite_ents": False, "label": "ENTITY"}
+                                                "batch_size": 16, "overwrite_ents": False, "label": "ENTITY",
+                                                "types": None, "sources": None, "langs": None}
     restored = spacy.util.load_model_from_config(spacy.util.load_config_from_str(config.to_str()), auto_fill=True)
     assert _ents(restored("asthma")) == [("asthma", "ENTITY", "C0004096")]
 

@@ -36,6 +36,8 @@ class LinkedMention:
             fields["searched"] = self.searched
         if self.concept.probability is not None:
             fields["probability"] = round(self.concept.probability, 4)
+        if self.concept.codes:
+            fields["codes"] = dict(self.concept.codes)
         if self.filter_score is not None:
             fields["filter_score"] = round(self.filter_score, 6)
         if with_candidates:

@@ -6,6 +6,7 @@ named `normalized`): the `Linker` and the document linker normalise once, at the
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -35,6 +36,7 @@ class Candidate:
     index: str = "kb"  # "spans" when found in the labeled-span index (`SwitchingGenerator`)
     translated: str | None = None  # the English rendering that found it (`TranslatingGenerator`)
     probability: float | None = None  # calibrated probability that it is the right concept (`retrieve.calibration`)
+    codes: tuple[tuple[str, str], ...] = ()  # (vocabulary, code) of the concept (`concept_codes`)
 
     def to_dict(self) -> dict:
         fields = {
@@ -52,6 +54,8 @@ class Candidate:
                 fields[key] = round(value, 6)
         if self.translated is not None:
             fields["translated"] = self.translated
+        if self.codes:
+            fields["codes"] = dict(self.codes)
         return fields
 
     @classmethod
@@ -59,7 +63,26 @@ class Candidate:
         """The inverse of `to_dict` (scores as rounded there)."""
         return cls(fields["id"], fields["name"], fields["matched_name"], fields["score"], fields.get("sparse_score"),
                    fields.get("dense_score"), fields.get("index", "kb"), fields.get("translated"),
-                   fields.get("probability"))
+                   fields.get("probability"), tuple(fields.get("codes", {}).items()))
+
+
+_CUI = re.compile(r"C\d{7}")
+
+
+def concept_codes(concept_id: str, xrefs: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """The concept's codes by vocabulary: its own id, under its prefix (`HP:0000822` → HP; a bare
+    CUI → UMLS), then its cross-references (`UMLS:C0020538` → UMLS: C0020538, MRCONSO atoms'
+    `MSH:D006973`, …; several codes of one vocabulary joined by "|")."""
+    if ":" in concept_id:
+        own = concept_id.partition(":")[0]
+    else:
+        own = "UMLS" if _CUI.fullmatch(concept_id) else "ID"
+    codes: dict[str, list[str]] = {own: [concept_id]}
+    for xref in xrefs:
+        vocabulary, separator, code = xref.partition(":")
+        if separator and code and code not in codes.setdefault(vocabulary, []):
+            codes[vocabulary].append(code)
+    return tuple((vocabulary, "|".join(found)) for vocabulary, found in codes.items() if found)
 
 
 class CandidateGenerator(Protocol):

@@ -15,7 +15,7 @@ from babelink.index.dense import DenseNameIndex
 from babelink.index.names import NameTable
 from babelink.index.sparse import TfidfNameIndex
 from babelink.kb.base import KnowledgeBase
-from babelink.retrieve.candidate import Candidate
+from babelink.retrieve.candidate import Candidate, concept_codes
 from babelink.retrieve.filters import AllowedNames
 
 
@@ -29,6 +29,8 @@ class _StringHitAggregator:
         self.allowed = allowed
         self._concept_ids = kb.concepts.column("concept_id").to_pylist()
         self._preferred = kb.concepts.column("preferred_name").to_pylist()
+        self._xrefs = kb.concepts.column("xrefs")
+        self._codes: dict[int, tuple[tuple[str, str], ...]] = {}
 
     def concepts(
         self,
@@ -62,11 +64,19 @@ class _StringHitAggregator:
                         float(score),
                         None if sparse_scores is None else float(sparse_scores[position]),
                         None if dense_scores is None else float(dense_scores[position]),
+                        codes=self._codes_of(concept_row),
                     )
                 )
                 if len(ranked) == top_k:
                     return ranked
         return ranked
+
+
+    def _codes_of(self, concept_row: int) -> tuple[tuple[str, str], ...]:
+        if concept_row not in self._codes:
+            self._codes[concept_row] = concept_codes(self._concept_ids[concept_row],
+                                                     self._xrefs[int(concept_row)].as_py() or ())
+        return self._codes[concept_row]
 
 
 class ExactMatchGenerator:

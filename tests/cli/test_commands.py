@@ -18,6 +18,7 @@ def test_normalize_arguments_to_jsonl(bundle):
         "name": "Myocardial Infarction",
         "matched_name": "Infarto de miocardio",
         "score": 1.0,
+        "codes": {"UMLS": "C0027051", "MSH": "D009203", "MSHSPA": "D009203"},  # from MRCONSO's SAB and CODE
     }
     assert all(len(r["candidates"]) <= 2 for r in records)
 

@@ -85,3 +85,4 @@ def test_cli_and_rest(linker):
     answer = client.post("/normalize", json={"mentions": ["cold"], "top_k": 3, "types": ["T033"]}).json()
     assert sorted(c["id"] for c in answer["results"][0]["candidates"]) == ["P1", "P2", "P3"]
     assert client.post("/normalize", json={"mentions": ["cold"], "types": ["T999"]}).status_code == 422
+

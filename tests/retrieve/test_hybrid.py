@@ -65,7 +65,8 @@ def test_hybrid_bundle_fuses_both_scores(kb, tiny_encoder_dir, tmp_path):
         assert c.score == pytest.approx(0.3 * c.dense_score + 0.7 * c.sparse_score, abs=1e-6)
     assert [c.score for c in candidates] == sorted((c.score for c in candidates), reverse=True)
     assert set(candidates[0].to_dict()) == {"id", "name", "matched_name", "score", "probability", "sparse_score",
-                                            "dense_score"}
+                                            "dense_score", "codes"}
+    assert candidates[0].to_dict()["codes"] == {"MESH": "MESH:D003920"}
 
 
 def test_dense_bundle_ranks_by_encoder_cosine(kb, tiny_encoder_dir, tmp_path):

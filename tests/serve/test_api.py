@@ -56,7 +56,8 @@ def test_normalize_single_and_batch(client, linker):
     [result] = single.json()["results"]
     assert 0.0 <= result["candidates"][0].pop("probability") <= 1.0
     assert result == {"mention": "糖尿病", "candidates": [
-        {"id": "C0011849", "name": "Diabetes mellitus", "matched_name": "糖尿病", "score": 1.0}],
+        {"id": "C0011849", "name": "Diabetes mellitus", "matched_name": "糖尿病", "score": 1.0,
+         "codes": {"UMLS": "C0011849"}}],
         "provenance": linker.bundle.provenance}
     mentions = ["asthma", "יתר לחץ דם", "diabetes melitus", "asthma"]
     batch = client.post("/normalize", json={"mentions": mentions, "top_k": 2}).json()["results"]
