@@ -7,17 +7,10 @@ from typing import Annotated
 
 import typer
 
-from babelink.cli.options import (
-    BundleOption,
-    FilterOption,
-    LangsOption,
-    MinProbabilityOption,
-    SourcesOption,
-    TypesOption,
-)
+from babelink.cli import options
 
 
-def info(bundle: BundleOption = None) -> None:
+def info(bundle: options.BundleOption = None) -> None:
     """Print a bundle's provenance (what every prediction reports) and its manifest (the embedded
     default's when --bundle is omitted)."""
     from babelink.bundle.default import default_bundle
@@ -28,7 +21,7 @@ def info(bundle: BundleOption = None) -> None:
                           ensure_ascii=False))
 
 
-def verify(bundle: BundleOption = None) -> None:
+def verify(bundle: options.BundleOption = None) -> None:
     """Check every file of a bundle against the SHA-256 its build recorded (loads check sizes only)."""
     from babelink.bundle.default import default_bundle
     from babelink.bundle.store import load_bundle
@@ -40,14 +33,14 @@ def verify(bundle: BundleOption = None) -> None:
 
 
 def serve(
-    bundle: BundleOption = None,
+    bundle: options.BundleOption = None,
     host: Annotated[str, typer.Option("--host", help="Interface to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=0, max=65535)] = 8000,
-    context_filter: FilterOption = None,
-    min_probability: MinProbabilityOption = None,
-    types: TypesOption = None,
-    sources: SourcesOption = None,
-    langs: LangsOption = None,
+    context_filter: options.FilterOption = None,
+    min_probability: options.MinProbabilityOption = None,
+    types: options.TypesOption = None,
+    sources: options.SourcesOption = None,
+    langs: options.LangsOption = None,
     workers: Annotated[int, typer.Option(
         "--workers", min=1, help="Threads running model work (torch already uses every core).")] = 1,
     queue: Annotated[int, typer.Option(
