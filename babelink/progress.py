@@ -36,20 +36,25 @@ class ProgressLines:
     def __init__(self, every: float = LINE_SECONDS, clock: Callable[[], float] = time.monotonic):
         self.every, self.clock = every, clock
         self.done = 0
-        self.started = self.last = clock()
+        self.origin: tuple[float, int] | None = None  # (time, count) the rate is measured from
+        self.last = clock()
 
     def __call__(self, stage: str, done: int, total: int | None) -> None:
-        """`stage` may change at every call (a training step's loss); a count that goes back
-        starts a new stage, whose rate is measured from then."""
+        """`stage` may change at every call (a training step's loss). The rate is measured from
+        the first call (what came before it, reading files, is not this work) and starts over
+        when the count goes back (a new stage)."""
         now = self.clock()
-        if done < self.done:
-            self.started = self.last = now
-        self.done = done
         finished = total is not None and done >= total
+        if self.origin is None or done < self.done:
+            self.origin, self.last, self.done = (now, done), now, done
+            if not finished:
+                return
+        self.done = done
         if now - self.last < self.every and not finished:
             return
         self.last = now
-        rate = done / (now - self.started) if now > self.started else 0.0
+        started, first = self.origin
+        rate = (done - first) / (now - started) if now > started else 0.0
         line = f"babelink: {stage}: {done:,}" + (f"/{total:,}" if total else "") + f" ({rate:,.0f}/s"
         if total and rate and not finished:
             line += f", about {(total - done) / rate:,.0f} s left"

@@ -8,22 +8,24 @@ from babelink.progress import ProgressLines
 def test_lines_every_interval_with_rate_and_time_left(capsys):
     now = [0.0]
     progress = ProgressLines(every=10.0, clock=lambda: now[0])
-    for second in range(1, 31):
-        now[0] = float(second)
-        progress("encoding names", second * 100, 6_000)
+    now[0] = 50.0  # reading the KB took 50 s before the first count: not part of the rate
+    for second in range(31):
+        now[0] = 50.0 + second
+        progress("encoding names", 100 + second * 100, 6_100)
     lines = capsys.readouterr().err.splitlines()
-    assert lines == ["babelink: encoding names: 1,000/6,000 (100/s, about 50 s left)",
-                     "babelink: encoding names: 2,000/6,000 (100/s, about 40 s left)",
-                     "babelink: encoding names: 3,000/6,000 (100/s, about 30 s left)"]
+    assert lines == ["babelink: encoding names: 1,100/6,100 (100/s, about 50 s left)",
+                     "babelink: encoding names: 2,100/6,100 (100/s, about 40 s left)",
+                     "babelink: encoding names: 3,100/6,100 (100/s, about 30 s left)"]
 
 
 def test_the_last_count_and_a_new_stage(capsys):
     now = [0.0]
     progress = ProgressLines(every=10.0, clock=lambda: now[0])
+    progress("reading", 0, 50)
     now[0] = 2.0
     progress("reading", 50, 50)  # finished: printed at once
     now[0] = 3.0
-    progress("encoding", 0, 10)  # the count went back: a new stage starts here
+    progress("linking", 0, None)  # the count went back: a new stage starts here
     now[0] = 13.0
     progress("linking", 20, None)
     assert capsys.readouterr().err.splitlines() == ["babelink: reading: 50/50 (25/s)",
