@@ -18,12 +18,13 @@ import shutil
 import time
 import uuid
 import zipfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from functools import cached_property
 from importlib.metadata import version
 from pathlib import Path
 
+from babelink.bundle.integrity import MANIFEST, check_files, file_records
 from babelink.encoders import DEFAULT, Encoder, encoder_from_manifest, manifest_entry, open_encoder
 from babelink.errors import BabelinkError, BundleError
 from babelink.fsutil import replace_directory, staging_directory
@@ -38,7 +39,6 @@ from babelink.translate.lexicon import Lexicon
 
 #: 3: traditional Han folded to simplified; 4: name strings flag KB spellings that are short capitals only.
 FORMAT_VERSION = 4
-MANIFEST = "manifest.json"
 RETRIEVERS = ("sparse", "dense", "hybrid")
 DFT_DOCUMENTS = "dft_documents.txt"
 TRANSLATIONS = "translations"
@@ -96,21 +96,6 @@ def kb_identity(kb: dict) -> dict:
     source = kb.get("source") or {}
     name = source.get("name") or Path(source.get("path") or "unnamed").name
     return {"name": name, "version": source.get("version") or f"content-{str(kb.get('hash', ''))[:12]}"}
-
-
-def file_records(root: Path, files: Iterable[Path]) -> dict:
-    """The manifest's `files` (SHA-256) and `sizes` (bytes) of `files` under `root`."""
-    files = sorted(files)
-    return {"files": {file.relative_to(root).as_posix(): _sha256(file) for file in files},
-            "sizes": {file.relative_to(root).as_posix(): file.stat().st_size for file in files}}
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as stream:
-        while chunk := stream.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def build_bundle(
@@ -277,7 +262,7 @@ def _build_id(path: Path) -> str | None:
 def _load_once(path: Path, verify: bool) -> Bundle:
     manifest = read_manifest(path)
     try:
-        _check_files(path, manifest["files"], manifest.get("sizes") if not verify else None)
+        check_files(path, manifest["files"], manifest.get("sizes") if not verify else None)
     except OSError as error:  # a file gone or unreadable between listing and reading it
         raise BundleError(f"{path}: cannot read {error.filename or 'a file'}: {error.strerror}") from None
     bundle = _load_indexes(path, manifest, manifest["kb"])
@@ -289,27 +274,6 @@ def _load_once(path: Path, verify: bool) -> Bundle:
         except (OSError, ValueError, KeyError, TypeError) as error:
             raise BundleError(f"{path}: cannot load the translation lexicons: {error}") from None
     return bundle
-
-
-def _check_files(path: Path, files: dict[str, str], sizes: dict[str, int] | None) -> None:
-    """Every file under `path` is listed in the manifest and has the size `sizes` records, or
-    (`sizes` None) the SHA-256 `files` records."""
-    unlisted = sorted(
-        file.relative_to(path).as_posix()
-        for file in path.rglob("*")
-        if file.is_file() and file.name != MANIFEST and file.relative_to(path).as_posix() not in files
-    )
-    if unlisted:
-        raise BundleError(f"{path}: file {unlisted[0]} is not in the manifest; rebuild the bundle")
-    for relative, expected in files.items():
-        file = path / relative
-        if not file.is_file():
-            raise BundleError(f"{path}: file {relative} listed in the manifest is missing")
-        if sizes is not None and file.stat().st_size != sizes.get(relative):
-            raise BundleError(f"{path}: file {relative} is {file.stat().st_size:,} bytes, the manifest says "
-                              f"{sizes.get(relative)!r} (truncated or replaced); rebuild the bundle")
-        if sizes is None and _sha256(file) != expected:
-            raise BundleError(f"{path}: file {relative} does not match the manifest checksum (modified or truncated)")
 
 
 def _load_indexes(path: Path, manifest: dict, counts: dict) -> Bundle:

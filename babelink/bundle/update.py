@@ -25,7 +25,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import scipy.sparse as sp
 
-from babelink.bundle.store import MANIFEST, Bundle, file_records, load_bundle
+from babelink.bundle.integrity import MANIFEST, file_records
+from babelink.bundle.store import Bundle, load_bundle
 from babelink.errors import BundleError
 from babelink.fsutil import replace_directory, staging_directory
 from babelink.index.dense import DenseNameIndex, embed_strings
