@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from babelink.text import normalize_name
 from babelink.translate.lexicon import Lexicon
 from babelink.translate.render import Renderer, RenderParams
 
@@ -81,3 +84,15 @@ def test_language_is_guessed_from_lexicon_coverage(renderer):
     assert renderer.languages("糖尿病") == ["zh"]
     assert renderer.languages("zzzz") == []
     assert renderer.render("herzinfarkt") == ["heart infarction"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40),
+       st.sampled_from([None, "es", "de", "zh", "ja", "th", "fi", "ko"]))
+def test_any_text_renders_without_error(renderer, text, lang):
+    normalized = normalize_name(text)
+    renderings = renderer.render(normalized, lang)
+    assert len(renderings) <= renderer.params.renderings
+    assert all(rendering and rendering != normalized for rendering in renderings)
+    words = renderer.words(normalized, lang or "es")
+    assert "".join(word.text for word in words) == normalized.replace(" ", "")  # segmentation loses nothing
