@@ -35,7 +35,7 @@ from babelink.kb.augment import DftRecord
 from babelink.kb.base import KnowledgeBase
 from babelink.kb.store import load_kb, save_kb
 from babelink.retrieve.generators import HybridParams
-from babelink.translate.lexicon import Lexicon
+from babelink.translate import Lexicon, Renderer, english_words
 
 #: 3: traditional Han folded to simplified; 4: name strings flag KB spellings that are short capitals only.
 FORMAT_VERSION = 4
@@ -63,6 +63,11 @@ class Bundle:
     @property
     def retriever(self) -> str:
         return self.manifest["retriever"]
+
+    @cached_property
+    def renderer(self) -> Renderer | None:
+        """The English renderer of the lexicons (None without), shared by every generator over the bundle."""
+        return None if self.lexicon is None else Renderer(self.lexicon, english_words(self.kb))
 
     @cached_property
     def provenance(self) -> dict:

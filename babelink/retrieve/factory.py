@@ -10,7 +10,6 @@ from babelink.retrieve.filters import AllowedNames, NameFilter, allowed_concepts
 from babelink.retrieve.generators import DenseGenerator, HybridGenerator, HybridParams, SparseGenerator
 from babelink.retrieve.switching import SwitchingGenerator
 from babelink.retrieve.translation import TranslatingGenerator
-from babelink.translate import Renderer, english_words
 
 
 def generator_for(bundle: Bundle, encoder: Encoder | None = None, retriever: str | None = None,
@@ -30,8 +29,8 @@ def generator_for(bundle: Bundle, encoder: Encoder | None = None, retriever: str
             bundle.spans.kb, bundle.spans.names, allowed_concepts(bundle.kb, bundle.names, allowed))
         spans = _kb_generator(bundle.spans, retriever, encoder, spans_allowed)
         generator = SwitchingGenerator(spans, generator, bundle.manifest["spans"]["switch_threshold"])
-    if bundle.lexicon is not None:
-        generator = TranslatingGenerator(generator, Renderer(bundle.lexicon, english_words(bundle.kb)), bundle.names)
+    if bundle.renderer is not None:
+        generator = TranslatingGenerator(generator, bundle.renderer, bundle.names)
     return generator
 
 
