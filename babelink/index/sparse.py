@@ -11,6 +11,7 @@ n-grams) is scored exhaustively. `benchmarks/normalization.py` measures the agre
 
 from __future__ import annotations
 
+import copy
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -87,6 +88,7 @@ class TfidfNameIndex:
         limit = max(self.params.min_posting_limit, self.params.max_posting_fraction * self.matrix.shape[0])
         self._selective = sp.diags((postings <= limit).astype(np.float32)).tocsr()
         self._postings = self.matrix.T.tocsr()  # n-grams × strings: an inverted index
+        self._searchable = self.matrix.shape[0]  # strings a search may return (`restricted`)
 
     def transform(self, strings: list[str]) -> sp.csr_matrix:
         """L2-normalised query vectors over the vocabulary, whose norm also counts the query's
@@ -112,20 +114,24 @@ class TfidfNameIndex:
         tf = [1.0 + np.log(count) if self.params.sublinear_tf else float(count) for count in counts.values()]
         return float(np.sum(np.square(tf))) * self._unseen_idf**2
 
-    def search(self, strings: list[str], k: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """Top-k string indices and cosine scores per query, best first; -1 / 0.0 pad missing hits.
-        `allowed` (a mask over strings) restricts the search to those strings."""
+    def restricted(self, allowed: np.ndarray) -> TfidfNameIndex:
+        """This index searching only the strings `allowed` (a mask) lets through: the same
+        vocabulary and matrix, inverted lists without the other strings (masked once, here)."""
+        view = copy.copy(self)
+        view._postings = self._postings.multiply(allowed.astype(np.float32)[np.newaxis, :]).tocsr()
+        view._postings.eliminate_zeros()  # emptied, not merely zeroed: top-k must not return them
+        view._searchable = int(allowed.sum())
+        return view
+
+    def search(self, strings: list[str], k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Top-k string indices and cosine scores per query, best first; -1 / 0.0 pad missing hits."""
         queries = self.transform(strings)
         postings = self._postings
-        if allowed is not None:  # disallowed strings' columns emptied, not merely zeroed: top-k skips them
-            postings = postings.multiply(allowed.astype(np.float32)[np.newaxis, :]).tocsr()
-            postings.eliminate_zeros()
         if self.params.exhaustive:
             return _top_k_rows(queries @ postings, k)
         candidates, _ = _top_k_rows((queries @ self._selective) @ postings, max(k, self.params.pool))
         rows, scores = self._rescore(queries, candidates, k)
-        available = self.matrix.shape[0] if allowed is None else int(allowed.sum())
-        thin = np.flatnonzero((candidates[:, : min(k, available)] < 0).any(axis=1))
+        thin = np.flatnonzero((candidates[:, : min(k, self._searchable)] < 0).any(axis=1))
         if len(thin):
             rows[thin], scores[thin] = _top_k_rows(queries[thin] @ postings, k)
         return rows, scores

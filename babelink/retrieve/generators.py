@@ -104,14 +104,13 @@ class SparseGenerator:
     def __init__(self, kb: KnowledgeBase, names: NameTable, index: TfidfNameIndex, threshold: float = 0.0,
                  allowed: AllowedNames | None = None):
         self._aggregate = _StringHitAggregator(kb, names, threshold, allowed)
-        self._index = index
-        self._strings = None if allowed is None else allowed.strings
+        self._index = index if allowed is None else index.restricted(allowed.strings)
 
     def generate(self, normalized: Sequence[str], top_k: int, capitals: Sequence[bool] | None = None,
                  langs: Sequence[str | None] | None = None) -> list[list[Candidate]]:
         if not normalized:
             return []
-        strings, scores = self._index.search(list(normalized), top_k * self.STRINGS_PER_CONCEPT, self._strings)
+        strings, scores = self._index.search(list(normalized), top_k * self.STRINGS_PER_CONCEPT)
         scores = scores.astype(np.float64)
         return [
             self._aggregate.concepts(rows, row_scores, top_k, capitals=in_capitals)
@@ -167,9 +166,10 @@ class HybridGenerator:
                  encoder, params: HybridParams = HybridParams(), threshold: float = 0.0,
                  allowed: AllowedNames | None = None):
         self._aggregate = _StringHitAggregator(kb, names, threshold, allowed)
-        self._sparse, self._dense, self._encoder = sparse, dense, encoder
+        self._sparse = sparse if allowed is None else sparse.restricted(allowed.strings)
+        self._dense, self._encoder = dense, encoder
         self.params = params
-        self._strings = None if allowed is None else allowed.strings
+        self._strings = None if allowed is None else allowed.strings  # the dense search's selector
 
     def generate(self, normalized: Sequence[str], top_k: int, capitals: Sequence[bool] | None = None,
                  langs: Sequence[str | None] | None = None) -> list[list[Candidate]]:
@@ -179,7 +179,7 @@ class HybridGenerator:
         pool = max(self.params.pool, top_k * SparseGenerator.STRINGS_PER_CONCEPT)
         sparse_queries = self._sparse.transform(normalized)
         vectors = self._encoder.encode(normalized)
-        sparse_rows, _ = self._sparse.search(normalized, pool, self._strings)
+        sparse_rows, _ = self._sparse.search(normalized, pool)
         dense_rows, _ = self._dense.search(vectors, pool, self._strings)
         query_rows, string_rows = _union_per_query(np.concatenate([sparse_rows, dense_rows], axis=1))
         sparse_scores = self._sparse.score_pairs(sparse_queries, query_rows, string_rows).astype(np.float64)
