@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
-from report import ROOT, arguments, cached_bundle, commit, machine, publish
+from report import ROOT, arguments, cached_bundle, commit, machine, publish, shared_path
 
 from babelink.batching import batched
 from babelink.bundle.store import load_bundle
@@ -259,7 +259,7 @@ def main() -> None:
     lines = [(f"## {time.strftime('%Y-%m-%d')} — calibrated link decisions, leave-one-language-out "
              f"(commit `{commit()}`)"), "",
              (f"Command: `python benchmarks/calibrate.py{' --write-default' if args.write_default else ''}` · "
-              f"lexicons on open-umls: `{' '.join(_shared(s) for s in specs)}` · bundles: default open-umls and CTD "
+              f"lexicons on open-umls: `{' '.join(map(shared_path, specs))}` · bundles: default open-umls and CTD "
               f"MEDIC hybrid, bundled encoder · machine: {machine()}"), "",
              (f"Examples: `normalize` {sum(len(f) for f in normalize.features):,} candidates of "
               f"{len(normalize.features):,} mentions (XL-BEL v0.0 every query, Mantra, QUAERO train + dev, NCBI and "
@@ -329,10 +329,6 @@ def main() -> None:
 def _f1(scores: dict) -> str:
     return f"{scores['strict']['f1']:.3f} / {scores['partial']['f1']:.3f}"
 
-
-def _shared(spec: str) -> str:
-    parts = Path(spec).resolve().parts
-    return str(Path("../shared", *parts[parts.index("shared") + 1 :])) if "shared" in parts else spec
 
 
 if __name__ == "__main__":

@@ -19,6 +19,13 @@ def arguments(description: str, parser: argparse.ArgumentParser | None = None) -
     return parser.parse_args()
 
 
+def shared_path(spec: str | Path) -> str:
+    """A data path as a reproduction command names it: relative (`../shared/…`) when it lies in the
+    shared data, as given otherwise."""
+    parts = Path(spec).resolve().parts
+    return str(Path("../shared", *parts[parts.index("shared") + 1 :])) if "shared" in parts else str(spec)
+
+
 def machine() -> str:
     model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                   if line.startswith("model name")), platform.processor())

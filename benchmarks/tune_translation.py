@@ -19,7 +19,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from report import arguments, cached_bundle, commit, machine, publish
+from report import arguments, cached_bundle, commit, machine, publish, shared_path
 
 from babelink.bundle.store import load_bundle
 from babelink.eval import benchmark
@@ -141,7 +141,7 @@ def main() -> None:
 
     lines = [f"## {time.strftime('%Y-%m-%d')} — translation fusion, leave-one-language-out (commit `{commit()}`)", "",
              (f"Command: `python benchmarks/tune_translation.py{_lexicon_option(specs, args.lexicons)}` · lexicons: "
-              f"`{' '.join(map(_shared, specs))}` (read in {lexicon_seconds:.1f} s) · bundle: default open-umls "
+              f"`{' '.join(map(shared_path, specs))}` (read in {lexicon_seconds:.1f} s) · bundle: default open-umls "
               f"hybrid, bundled encoder · machine: {machine()}"), "",
              ("Sets: in-KB queries of XL-BEL v0.0, Mantra GSC and QUAERO train + dev, pooled per language. Each rule's "
               "parameter is chosen for each language on the *other* languages (best mean Acc@1 over them) and the "
@@ -182,14 +182,8 @@ def main() -> None:
 
 
 def _lexicon_option(specs, given) -> str:
-    return f" --lexicons {' '.join(map(_shared, specs))}" if given else ""
+    return f" --lexicons {' '.join(map(shared_path, specs))}" if given else ""
 
-
-def _shared(spec: str) -> str:
-    """A lexicon path as the command would name it, relative to the shared data when it is there."""
-    path = Path(spec).resolve()
-    parts = path.parts
-    return str(Path("../shared", *parts[parts.index("shared") + 1 :])) if "shared" in parts else str(spec)
 
 
 if __name__ == "__main__":
