@@ -13,6 +13,7 @@ from babelink.cli.options import (
     FilterOption,
     LangsOption,
     MinProbabilityOption,
+    ModelOption,
     SourcesOption,
     TypesOption,
     counted,
@@ -92,6 +93,7 @@ def link(
             "--ner", help="Learned mention detector directory (babelink train ner) instead of span enumeration."
         ),
     ] = None,
+    model: ModelOption = None,
 ) -> None:
     """Detect and link the concept mentions of whole texts (any language). JSONL to a file and
     brat output resume: rerun after a kill and the documents already written are skipped."""
@@ -104,8 +106,8 @@ def link(
     if output_format is LinkFormat.brat and output == "-":
         raise InvalidInputError("--format brat writes a directory: give --output DIR")
     refuse_same_file(output, [input_path])
-    if ner is not None and engine is Engine.ray:
-        raise InvalidInputError("--ner runs with --engine local only")
+    if (ner is not None or model is not None) and engine is Engine.ray:
+        raise InvalidInputError("--ner and --model run with --engine local only")
     done = completed_ids(output, output_format.value, overwrite)
     if done:
         typer.echo(f"resuming {output}: skipping {len(done):,} documents already linked (--overwrite to start over)",
@@ -127,7 +129,7 @@ def link(
         from babelink.link.linker import Linker
 
         # loaded now; documents link lazily
-        linker = Linker.open(bundle, filter=context_filter, ner=ner, name_filter=name_filter, **params)
+        linker = Linker.open(bundle, filter=context_filter, ner=ner, name_filter=name_filter, model=model, **params)
         results = linker.link_stream((d for d in documents if d.id not in done), batch_size)
     with counted("linking", skipped=len(done)) as advance:
         write_linked((advance(result) for result in results), output, output_format.value, candidates=candidates,

@@ -15,6 +15,10 @@ BundleOption = Annotated[
 FilterOption = Annotated[
     Path | None, typer.Option("--filter", help="Contextual filter directory (babelink train filter).")
 ]
+ModelOption = Annotated[
+    Path | None, typer.Option(
+        "--model", help="Dual encoder directory (babelink train dual): detects and links every mention in one pass.")
+]
 InitOption = Annotated[
     str, typer.Option("--init", help="'default' (bundled multilingual-e5-small) or a checkpoint directory.")
 ]

@@ -37,6 +37,7 @@ def serve(
     host: Annotated[str, typer.Option("--host", help="Interface to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=0, max=65535)] = 8000,
     context_filter: options.FilterOption = None,
+    model: options.ModelOption = None,
     min_probability: options.MinProbabilityOption = None,
     types: options.TypesOption = None,
     sources: options.SourcesOption = None,
@@ -59,7 +60,7 @@ def serve(
     from babelink.retrieve.filters import NameFilter
     from babelink.serve import ServiceLimits, create_app
 
-    linker = Linker.open(bundle, filter=context_filter, name_filter=NameFilter.of(types, sources, langs),
+    linker = Linker.open(bundle, filter=context_filter, name_filter=NameFilter.of(types, sources, langs), model=model,
                          **({} if min_probability is None else {"min_probability": min_probability}))
     service = create_app(linker, ServiceLimits(workers=workers, queue=queue, timeout=timeout))
     typer.echo(f"serving {linker.bundle.path} on http://{host}:{port}/", err=True)

@@ -226,3 +226,67 @@ def train_interpolate(
 
     refuse_same_file(out, [trained], "--out")
     typer.echo(f"wrote {interpolate_checkpoints(resolve_checkpoint(init)[0], trained, weight, out)}", err=True)
+
+
+@app.command("dual")
+def train_dual(
+    bundle: Annotated[Path, typer.Option(
+        "--bundle", "-b", help="Bundle whose KB the annotations name and whose name vectors the model links to.")],
+    train: Annotated[list[Path], typer.Option(
+        "--train", help="Annotated training documents (PubTator, BioC, brat directory; repeat for several).")],
+    out: Annotated[Path, typer.Option(
+        "--out", "-o", help="Output model directory (resumes from out/resume/ when present).")],
+    dev: Annotated[list[Path] | None, typer.Option(
+        "--dev", help="Annotated dev documents (repeat): choose the checkpoint and mention threshold.")] = None,
+    init: InitOption = "default",
+    types: Annotated[list[str] | None, typer.Option(
+        "--types", help="Learn only annotations of these types (repeat); all when omitted.")] = None,
+    epochs: Annotated[int, typer.Option("--epochs", min=1)] = 5,
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Segments per step.")] = 4,
+    learning_rate: Annotated[float, typer.Option("--lr", help="Encoder learning rate.")] = 3e-5,
+    head_learning_rate: Annotated[float, typer.Option("--head-lr", help="Span scorer learning rate.")] = 1e-3,
+    hard_negatives: Annotated[int, typer.Option(
+        "--hard-negatives", min=0, help="Nearest wrong names per mention (004 §3.2).")] = 8,
+    random_negatives: Annotated[int, typer.Option(
+        "--random-negatives", min=0, help="Random names per mention (004 §3.2).")] = 8,
+    pooling: Annotated[str, typer.Option(
+        "--pooling", help="Mention vector: mean (004 §3.4) or boundary (Eq. 1).")] = "mean",
+    max_span_words: Annotated[int, typer.Option("--max-span-words", min=1, help="L: longest span, in words.")] = 10,
+    max_minutes: Annotated[float | None, typer.Option("--max-minutes", help="Stop (and save) after this long.")] = None,
+    max_steps: Annotated[int | None, typer.Option("--max-steps", min=1)] = None,
+    eval_every: Annotated[int | None, typer.Option(
+        "--eval-every", min=1, help="Steps between dev evaluations (default: once per epoch).")] = None,
+    train_embeddings: Annotated[bool, typer.Option(
+        "--train-embeddings", help="Also train the word embeddings (frozen by default: CPU training).")] = False,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+) -> None:
+    """Train the one-pass dual encoder (004): detects and links every mention of a segment at once (`link --model`)."""
+    from babelink.bundle.store import load_bundle
+    from babelink.encoders import resolve_checkpoint
+    from babelink.formats import read_documents
+    from babelink.progress import progress_bar
+    from babelink.train.dual import DualTrainer, DualTrainingConfig
+
+    refuse_same_file(out, [bundle, *train, *(dev or [])], "--out")
+    if pooling not in ("mean", "boundary"):
+        raise InvalidInputError(f"--pooling must be mean or boundary, got {pooling!r}")
+    config = DualTrainingConfig(
+        learning_rate=learning_rate, head_learning_rate=head_learning_rate, epochs=epochs, batch_size=batch_size,
+        max_span_words=max_span_words, pooling=pooling, hard_negatives=hard_negatives,
+        random_negatives=random_negatives, freeze_embeddings=not train_embeddings,
+        types=tuple(types) if types else None, max_steps=max_steps, max_minutes=max_minutes, eval_every=eval_every,
+        seed=seed)
+    documents = [document for path in train for document in read_documents(path)]
+    dev_documents = [document for path in dev or [] for document in read_documents(path)]
+    trainer = DualTrainer(resolve_checkpoint(init)[0], load_bundle(bundle), documents, out, config)
+    mentions = sum(len(example.mentions) for example in trainer.examples)
+    typer.echo(f"training on {len(documents):,} documents: {len(trainer.examples):,} segments, {mentions:,} "
+               f"mentions of KB concepts; {trainer.total_steps:,} steps", err=True)
+    started = time.monotonic()
+    with progress_bar("training") as progress:
+        trainer.train(dev_documents, lambda state, _: progress(
+            f"step {state.step:,}/{trainer.total_steps:,} loss {state.loss_history[-1]:.4f}", state.step,
+            trainer.total_steps))
+    for step, f1, threshold in trainer.state.evaluations:
+        typer.echo(f"dev strict F1 {f1:.4f} at step {step:,} (mention threshold {threshold})", err=True)
+    typer.echo(f"wrote {out} in {time.monotonic() - started:,.0f} s", err=True)

@@ -125,26 +125,7 @@ class NerDetector:
         return [sorted(spans) for spans in found]
 
     def windows(self, text: str, tokens: Sequence[Token]) -> list[tuple[int, int]]:
-        """(first, end) word ranges of at most `max_length` sub-tokens; a word longer than
-        that alone is a window (truncated)."""
-        if not tokens:
-            return []
-        encoded = self.tokenizer([token.text for token in tokens], is_split_into_words=True,
-                                 add_special_tokens=False, verbose=False)
-        pieces = Counter(encoded.word_ids())
-        budget = self.settings.max_length - self.tokenizer.num_special_tokens_to_add()
-        ranges, first = [], 0
-        while first < len(tokens):
-            end, used = first + 1, pieces[first]
-            while end < len(tokens) and used + pieces[end] <= budget:
-                used += pieces[end]
-                end += 1
-            if end < len(tokens):
-                end = next((cut for cut in range(end, first + (end - first) // 2, -1)
-                            if not joinable(text, tokens[cut - 1], tokens[cut])), end)
-            ranges.append((first, end))
-            first = end
-        return ranges
+        return subword_windows(self.tokenizer, text, tokens, self.settings.max_length)
 
     def emissions(self, windows: Sequence[Sequence[str]]) -> tuple[torch.Tensor, torch.Tensor]:
         """Emission scores (windows, words, labels) and the word mask of a batch of word lists
@@ -162,6 +143,30 @@ class NerDetector:
 
     def save(self, directory: Path) -> None:
         save_tagger(directory, self.tokenizer, self.model, self.settings)
+
+
+def subword_windows(tokenizer, text: str, tokens: Sequence[Token], max_length: int) -> list[tuple[int, int]]:
+    """(first, end) word ranges of `tokens` of at most `max_length` sub-tokens (special tokens
+    included), cut between words, preferably at a barrier no mention crosses; a word longer than
+    that alone is a window (truncated)."""
+    if not tokens:
+        return []
+    encoded = tokenizer([token.text for token in tokens], is_split_into_words=True, add_special_tokens=False,
+                        verbose=False)
+    pieces = Counter(encoded.word_ids())
+    budget = max_length - tokenizer.num_special_tokens_to_add()
+    ranges, first = [], 0
+    while first < len(tokens):
+        end, used = first + 1, pieces[first]
+        while end < len(tokens) and used + pieces[end] <= budget:
+            used += pieces[end]
+            end += 1
+        if end < len(tokens):
+            end = next((cut for cut in range(end, first + (end - first) // 2, -1)
+                        if not joinable(text, tokens[cut - 1], tokens[cut])), end)
+        ranges.append((first, end))
+        first = end
+    return ranges
 
 
 def first_pieces(encoded, words: int) -> list[list[int]]:

@@ -6,6 +6,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import fields, replace
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from babelink.batching import batched
 from babelink.bundle.store import Bundle, load_bundle
@@ -13,6 +14,7 @@ from babelink.detect import MentionDetector
 from babelink.detect.stopwords import BoundaryStopwords, protected_words
 from babelink.encoders import Encoder
 from babelink.encoders.cache import CachedEncoder
+from babelink.errors import InvalidInputError
 from babelink.formats.document import Document
 from babelink.lang import to_iso
 from babelink.link.context_filter import ContextFilter
@@ -23,6 +25,10 @@ from babelink.retrieve.calibration import CALIBRATION_FILE, Calibration, Calibra
 from babelink.retrieve.candidate import Candidate, CandidateGenerator, check_top_k
 from babelink.retrieve.factory import generator_for
 from babelink.retrieve.filters import NameFilter
+
+if TYPE_CHECKING:
+    from babelink.dual.linker import DualLinker
+    from babelink.dual.model import DualModel
 from babelink.text import normalized_mention, written_in_capitals
 
 _LINK_PARAMS = frozenset(field.name for field in fields(LinkParams))
@@ -48,8 +54,13 @@ class Linker:
                  link_params: LinkParams | None = None, context_filter: ContextFilter | None = None,
                  detector: MentionDetector | None = None, *, calibrated: bool = True,
                  name_filter: NameFilter | None = None, encoder: Encoder | None = None,
-                 _documents: DocumentLinker | None = None):
+                 model: DualModel | None = None, _documents: DocumentLinker | None = None):
+        if model is not None:
+            if detector is not None or context_filter is not None:
+                raise InvalidInputError("a dual encoder detects and links by itself: no NER detector or filter with it")
+            model.check_bundle(bundle)
         self.bundle = bundle
+        self.model = model
         self.calibrated = calibrated
         self.name_filter = name_filter or None
         if generator is None and encoder is None and bundle.dense is not None:
@@ -60,18 +71,18 @@ class Linker:
         self.link_params = link_params or LinkParams()
         self.context_filter = context_filter
         self.detector = detector
-        if _documents is not None:
+        if _documents is not None and model is None:
             self.documents = replace(_documents, params=self.link_params, context_filter=context_filter,
                                      detector=detector)
 
     @classmethod
     def open(cls, bundle: str | Path | None = None, *, filter: str | Path | ContextFilter | None = None,
              ner: str | Path | MentionDetector | None = None, name_filter: NameFilter | None = None,
-             **params) -> Linker:
+             model: str | Path | DualModel | None = None, **params) -> Linker:
         """The linker of the bundle at `bundle` (None: the embedded default, built on first use),
-        with an optional contextual filter and learned mention detector (directories or loaded
-        models), searching only the names `name_filter` allows; `params` are `LinkParams` fields
-        (`link_threshold=0.9`, …)."""
+        with an optional contextual filter and learned mention detector, or instead a dual encoder
+        `model` that detects and links in one pass (directories or loaded models), searching only
+        the names `name_filter` allows; `params` are `LinkParams` fields (`link_threshold=0.9`, …)."""
         unknown = set(params) - _LINK_PARAMS
         if unknown:
             raise TypeError(f"unknown link parameters: {', '.join(sorted(unknown))}")
@@ -85,8 +96,12 @@ class Linker:
             from babelink.detect.ner import NerDetector
 
             ner = NerDetector(ner)
+        if isinstance(model, str | Path):
+            from babelink.dual.model import DualModel
+
+            model = DualModel(model)
         return cls(load_bundle(bundle), link_params=LinkParams(**params), context_filter=filter, detector=ner,
-                   name_filter=name_filter)
+                   name_filter=name_filter, model=model)
 
     def with_options(self, **changes) -> Linker:
         """This linker with other `link_params`, `context_filter` or `detector`; the bundle,
@@ -96,7 +111,8 @@ class Linker:
         if unknown:
             raise TypeError(f"with_options takes {', '.join(current)}, not {', '.join(sorted(unknown))}")
         return Linker(self.bundle, self.generator, **{**current, **changes}, calibrated=self.calibrated,
-                      name_filter=self.name_filter, encoder=self.encoder, _documents=self.documents)
+                      name_filter=self.name_filter, encoder=self.encoder, model=self.model,
+                      _documents=None if self.model else self.documents)
 
     def filtered(self, name_filter: NameFilter | None) -> Linker:
         """This linker searching only the names `name_filter` allows (types, sources, languages;
@@ -108,13 +124,19 @@ class Linker:
                 del self._filtered[next(iter(self._filtered))]
             self._filtered[name_filter] = Linker(
                 self.bundle, link_params=self.link_params, context_filter=self.context_filter,
-                detector=self.detector, calibrated=self.calibrated, name_filter=name_filter, encoder=self.encoder)
+                detector=self.detector, calibrated=self.calibrated, name_filter=name_filter, encoder=self.encoder,
+                model=self.model)
         return self._filtered[name_filter]
 
     @cached_property
-    def documents(self) -> DocumentLinker:
-        """The document linker: the sparse retriever as high-recall matcher, `generator` as
-        ranker, stop words that protect the words opening or closing the bundle's names."""
+    def documents(self) -> DocumentLinker | DualLinker:
+        """The document linker: the dual encoder's when there is one; else the sparse retriever as
+        high-recall matcher, `generator` as ranker, stop words that protect the words opening or
+        closing the bundle's names."""
+        if self.model is not None:
+            from babelink.dual.linker import DualLinker
+
+            return DualLinker(self.model, self.bundle, self.link_params, self.name_filter)
         bundles = [self.bundle] + ([self.bundle.spans] if self.bundle.spans is not None else [])
         protected = protected_words(surface for part in bundles for surface in part.names.surfaces)
         sparse = self.bundle.retriever == "sparse"
@@ -172,6 +194,18 @@ class Linker:
     def link_stream(self, documents: Iterable[Document], batch_size: int = 16) -> Iterator[LinkedDocument]:
         for batch in batched(documents, batch_size):
             yield from self.link_documents(batch)
+
+    def disambiguate(self, documents: Sequence[Document], top_k: int = 5) -> list[list[list[Candidate]]]:
+        """Ranked concepts for every annotation of every document, its span given: the dual
+        encoder reads each segment once for all its mentions (entity disambiguation, 004 §4)."""
+        check_top_k(top_k)
+        if self.model is None:
+            raise InvalidInputError("disambiguating annotated spans in context needs a dual encoder: "
+                                    "Linker.open(…, model=DIR)")
+        from babelink.dual.linker import DualLinker
+
+        linker = DualLinker(self.model, self.bundle, replace(self.link_params, top_k=top_k), self.name_filter)
+        return linker.disambiguate(documents)
 
     def search_ngrams(self, mention: str, threshold: float, top_k: int = 5) -> list[LinkedPart]:
         """The mention's linked parts by the n-gram search loop (002 §4.4.1): the whole mention

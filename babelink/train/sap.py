@@ -17,9 +17,7 @@ written to `out/` as a standard transformers checkpoint with its `babelink_encod
 
 from __future__ import annotations
 
-import os
 import random
-import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -31,10 +29,11 @@ import torch
 from babelink.checkpoint import write_settings
 from babelink.encoders.transformer import SETTINGS_FILE, EncoderSettings, TransformerEncoder
 from babelink.errors import BabelinkError
-from babelink.fsutil import staging_directory, write_directory
+from babelink.fsutil import write_directory
 from babelink.train.losses import hard_pairs, multi_similarity_loss
 from babelink.train.optim import adamw_with_linear_schedule
 from babelink.train.pairs import PositivePair
+from babelink.train.resume import copy_files, rng_states, set_rng_states, write_files
 
 RESUME_DIR = "resume"
 BEST_DIR = "best"
@@ -191,9 +190,9 @@ class SapTrainer:
         self.save_resume_point()
         self.model.eval()
         if self.state.evaluations:
-            _write_files(self.out, lambda staging: _copy_files(self.out / BEST_DIR, staging))
+            write_files(self.out, lambda staging: copy_files(self.out / BEST_DIR, staging))
         else:
-            _write_files(self.out, self._save_encoder)
+            write_files(self.out, self._save_encoder)
         return self.out
 
     def _save_encoder(self, directory: Path) -> None:
@@ -213,7 +212,7 @@ class SapTrainer:
                     "optimizer": self.optimizer.state_dict(),
                     "scheduler": self.scheduler.state_dict(),
                     "scaler": self.scaler.state_dict(),
-                    "rng": _rng_states(),
+                    "rng": rng_states(),
                     "labels": len(self.labels),
                     "pairs": len(self.pairs),
                 },
@@ -234,34 +233,4 @@ class SapTrainer:
         self.scheduler.load_state_dict(saved["scheduler"])
         self.scaler.load_state_dict(saved["scaler"])
         self.state = TrainingState(**saved["state"])
-        _set_rng_states(saved["rng"])
-
-
-def _rng_states() -> dict:
-    return {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state(),
-            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None}
-
-
-def _set_rng_states(states: dict) -> None:
-    random.setstate(states["python"])
-    np.random.set_state(states["numpy"])
-    torch.set_rng_state(states["torch"])
-    if states["cuda"] is not None and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(states["cuda"])
-
-
-def _copy_files(source: Path, target: Path) -> None:
-    for entry in source.iterdir():
-        shutil.copy2(entry, target / entry.name)
-
-
-def _write_files(target: Path, write: Callable[[Path], None]) -> None:
-    """Write into a temporary sibling, then move each file into `target` (each rename atomic;
-    the `resume/` directory beside them is left alone)."""
-    staging = staging_directory(target)
-    try:
-        write(staging)
-        for entry in staging.iterdir():
-            os.replace(entry, target / entry.name)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        set_rng_states(saved["rng"])

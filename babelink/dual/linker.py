@@ -1,0 +1,158 @@
+"""Linking with the dual encoder: one forward pass per segment detects and links every mention
+(004 §3.3–3.4), or disambiguates given spans (the entity-disambiguation setting of 004 §4).
+
+Spans whose mention probability p(m) (Eq. 4) exceeds the model's γ are mentions; each is linked
+to the concept of its nearest KB name by inner product (Eq. 3), searched in the bundle's FAISS
+index with any name filter applied inside the search. Overlapping mentions keep the likelier
+one (`detect.overlaps`, "best"). A mention's `probability` is the model's own estimate that it
+is a mention of that concept: p(m) times the softmax, at the training scale, of the cosines of
+the ranked concepts.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+import torch
+
+from babelink.bundle.store import Bundle
+from babelink.detect.overlaps import resolve_overlaps
+from babelink.detect.tokenize import Token, tokenize
+from babelink.dual.model import DualModel
+from babelink.formats.document import Document
+from babelink.link.documents import LinkParams, check_document, split_segments
+from babelink.link.mentions import LinkedDocument, LinkedMention
+from babelink.retrieve.candidate import Candidate
+from babelink.retrieve.filters import NameFilter, allowed_names
+from babelink.retrieve.generators import DenseGenerator
+from babelink.text import written_in_capitals
+
+DETECTOR = "dual"
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A window of a document's words; `offset` is where its text piece starts in the document."""
+
+    document: int
+    offset: int
+    text: str
+    tokens: tuple[Token, ...]
+
+
+@dataclass
+class Proposal:
+    """A span above the mention threshold; offsets into the whole document."""
+
+    start: int
+    end: int
+    text: str
+    candidates: list[Candidate]
+    score: float  # p(m): what overlap resolution compares
+
+
+def document_segments(model: DualModel, documents: Sequence[Document]) -> list[Segment]:
+    """The encoder windows of every document (pieces of about 20k characters, cut at barriers,
+    then windows of at most `max_length` sub-tokens)."""
+    found = []
+    for number, document in enumerate(documents):
+        for offset, piece in split_segments(check_document(document.id, document.text)):
+            tokens = tokenize(piece)
+            found += [Segment(number, offset, piece, tuple(tokens[first:end]))
+                      for first, end in model.segments(piece, tokens)]
+    return found
+
+
+def word_range(tokens: Sequence[Token], start: int, end: int) -> tuple[int, int] | None:
+    """(first, last) indexes of the words overlapping characters start–end (None: none do)."""
+    first = bisect_right([token.end for token in tokens], start)
+    last = bisect_left([token.start for token in tokens], end) - 1
+    return (first, last) if first <= last else None
+
+
+class DualLinker:
+    """`link(documents)` like `DocumentLinker`, with the dual encoder as detector and ranker."""
+
+    def __init__(self, model: DualModel, bundle: Bundle, params: LinkParams | None = None,
+                 name_filter: NameFilter | None = None, threshold: float | None = None):
+        model.check_bundle(bundle)
+        self.model, self.kb = model, bundle.kb
+        self.params = params or LinkParams()
+        self.threshold = model.settings.threshold if threshold is None else threshold
+        allowed = allowed_names(bundle.kb, bundle.names, name_filter) if name_filter else None
+        self.generator = DenseGenerator(bundle.kb, bundle.names, bundle.dense, None, allowed=allowed)
+
+    def link(self, documents: Sequence[Document]) -> list[LinkedDocument]:
+        return [LinkedDocument(document.id, document.text, tuple(
+            LinkedMention(p.start, p.end, p.text, tuple(p.candidates), detector=DETECTOR)
+            for p in resolve_overlaps(found, "best")))
+            for document, found in zip(documents, self.proposals(documents, self.threshold))]
+
+    def proposals(self, documents: Sequence[Document], threshold: float) -> list[list[Proposal]]:
+        """Per document, every span with p(m) above `threshold` and its ranked concepts, before
+        overlap resolution (dev tuning reads them once for several thresholds)."""
+        found: list[list[Proposal]] = [[] for _ in documents]
+        for batch in self._batches(document_segments(self.model, documents)):
+            with torch.inference_mode():
+                encoded = self.model.encode([[token.text for token in segment.tokens] for segment in batch])
+                spans = self.model.score_spans(encoded)
+                probabilities = torch.sigmoid(spans.logits).masked_fill(~spans.valid, 0.0)
+                rows, positions = (probabilities > threshold).nonzero(as_tuple=True)
+                first, last = spans.starts[positions], spans.ends[positions]
+                vectors = self.model.mention_vectors(encoded, rows, first, last)
+            self._collect(batch, rows.tolist(), first.tolist(), last.tolist(),
+                          probabilities[rows, positions].tolist(), vectors.cpu().numpy(), found)
+        return found
+
+    def _collect(self, batch: list[Segment], rows: list[int], first: list[int], last: list[int],
+                 probabilities: list[float], vectors: np.ndarray, found: list[list[Proposal]]) -> None:
+        texts = [batch[row].text[batch[row].tokens[a].start: batch[row].tokens[b].end]
+                 for row, a, b in zip(rows, first, last)]
+        ranked = self.generator.search(vectors, self.params.top_k, [written_in_capitals(t) for t in texts])
+        for row, a, text, p_mention, candidates in zip(rows, first, texts, probabilities, ranked):
+            candidates = self._with_probabilities(candidates, p_mention)
+            if candidates and (candidates[0].probability or 0.0) >= self.params.min_probability:
+                start = batch[row].offset + batch[row].tokens[a].start
+                found[batch[row].document].append(Proposal(start, start + len(text), text, candidates, p_mention))
+
+    def disambiguate(self, documents: Sequence[Document]) -> list[list[list[Candidate]]]:
+        """Ranked concepts for each annotation of each document (its span given, 004 §4), all the
+        mentions of a segment in one pass; an annotation is read in the segment where it starts."""
+        answers: list[list[list[Candidate]]] = [[[] for _ in d.annotations] for d in documents]
+        placed: dict[Segment, list[tuple[int, int, int]]] = {}  # (annotation number, first word, last word)
+        for segment in document_segments(self.model, documents):
+            low, high = segment.offset + segment.tokens[0].start, segment.offset + segment.tokens[-1].end
+            for number, annotation in enumerate(documents[segment.document].annotations):
+                words = word_range(segment.tokens, annotation.start - segment.offset, annotation.end - segment.offset)
+                if low <= annotation.start < high and words is not None:
+                    placed.setdefault(segment, []).append((number, *words))
+        for batch in self._batches(list(placed)):
+            entries = [(row, *entry) for row, segment in enumerate(batch) for entry in placed[segment]]
+            rows, numbers, first, last = zip(*entries)
+            with torch.inference_mode():
+                encoded = self.model.encode([[token.text for token in segment.tokens] for segment in batch])
+                vectors = self.model.mention_vectors(
+                    encoded, *(torch.tensor(column, device=self.model.device) for column in (rows, first, last)))
+            capitals = [written_in_capitals(documents[batch[row].document].annotations[number].text)
+                        for row, number in zip(rows, numbers)]
+            ranked = self.generator.search(vectors.cpu().numpy(), self.params.top_k, capitals)
+            for row, number, candidates in zip(rows, numbers, ranked):
+                answers[batch[row].document][number] = self._with_probabilities(candidates, 1.0)
+        return answers
+
+    def _with_probabilities(self, candidates: list[Candidate], p_mention: float) -> list[Candidate]:
+        if not candidates:
+            return candidates
+        logits = self.model.settings.scale * np.array([c.score for c in candidates])
+        shares = np.exp(logits - logits.max())
+        shares /= shares.sum()
+        return [replace(c, probability=float(p_mention * share)) for c, share in zip(candidates, shares)]
+
+    def _batches(self, segments: list[Segment]) -> list[list[Segment]]:
+        """Segments of similar length together, so a batch pads little."""
+        ordered = sorted(segments, key=lambda segment: -len(segment.tokens))
+        size = self.model.settings.batch_size
+        return [ordered[start: start + size] for start in range(0, len(ordered), size)]

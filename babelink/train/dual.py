@@ -1,0 +1,341 @@
+"""Training the collective dual encoder (004 §3.3–3.4, §4.3) on annotated documents of any
+language whose concept ids are in a bundle's KB.
+
+Each step encodes a batch of segments once. The loss is the sum of
+- mention detection: binary cross-entropy of Eq. 4 over every span of up to L words, gold
+  spans positive and the others negative (§3.4). A gold mention whose ids are not in the KB is
+  neither: the model is not taught to ignore it. A mention ending inside a word is learned as
+  the words it covers;
+- entity disambiguation: cross-entropy of each gold mention's concept (any of its names, up to
+  `NAMES_PER_CONCEPT`) against the other candidates of the batch: for every mention, random
+  names and the hard negatives nearest to its current vector (§3.2; 1:1 as in §4.3). The KB
+  vectors are the bundle's fixed index, so hard negatives are exact under the current model at
+  every step, with no refresh to schedule.
+AdamW with linear warm-up and decay (§4.3), a faster rate for the fresh head, bf16 autocast on
+CPUs that compute it natively, word embeddings frozen by default (the largest matrix, and the
+vocabulary's cross-lingual alignment). Training is deterministic for a seed and resumable
+bit-identically from `out/resume/`; with dev documents, the checkpoint with the best dev strict F1
+(its γ tuned on the same documents) is what `out/` receives.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from babelink.bundle.store import Bundle
+from babelink.detect.overlaps import resolve_overlaps
+from babelink.detect.tokenize import tokenize
+from babelink.dual.linker import DualLinker, word_range
+from babelink.dual.model import DualEncoder, DualModel, DualSettings, save_dual
+from babelink.errors import BabelinkError, InvalidInputError
+from babelink.eval.metrics import span_scores
+from babelink.formats.document import Document
+from babelink.fsutil import write_directory
+from babelink.kb.augment import gold_resolver
+from babelink.train.optim import adamw_with_linear_schedule
+from babelink.train.resume import copy_files, rng_states, set_rng_states, write_files
+
+RESUME_DIR = "resume"
+BEST_DIR = "best"
+STATE_FILE = "trainer_state.pt"
+#: Names of a gold concept that count as right in the disambiguation loss.
+NAMES_PER_CONCEPT = 32
+#: Mention thresholds γ tried on dev at every evaluation.
+THRESHOLDS = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
+
+
+@dataclass(frozen=True)
+class DualTrainingConfig:
+    """Defaults: 004 §4.3 (AdamW, linear schedule, 1:1 hard and random negatives, L = 10, 512-token
+    segments); the encoder rate is higher than §4.3's 1e-5 because a CPU run sees few epochs."""
+
+    learning_rate: float = 3e-5
+    head_learning_rate: float = 1e-3
+    weight_decay: float = 0.01
+    epochs: int = 5
+    batch_size: int = 4  # segments per step
+    max_length: int = 512
+    max_span_words: int = 10
+    pooling: str = "mean"
+    hard_negatives: int = 8  # per mention
+    random_negatives: int = 8  # per mention
+    scale: float = 20.0
+    warmup_ratio: float = 0.1
+    freeze_embeddings: bool = True
+    types: tuple[str, ...] | None = None  # learn only annotations of these types
+    max_steps: int | None = None
+    max_minutes: float | None = None
+    eval_every: int | None = None  # steps between dev evaluations; None: once per epoch
+    checkpoint_every: int = 100
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class DualExample:
+    """One segment: its words; gold spans (first, last word) with their KB concept rows; spans of
+    mentions of no KB concept, left out of the detection loss."""
+
+    words: tuple[str, ...]
+    mentions: tuple[tuple[int, int, tuple[int, ...]], ...]
+    ignored: tuple[tuple[int, int], ...]
+
+
+@dataclass
+class TrainingState:
+    step: int = 0
+    epoch: int = 0
+    position: int = 0  # batches of the current epoch already used
+    loss_history: list[float] | None = None
+    evaluations: list[tuple[int, float, float]] | None = None  # (step, dev strict F1, its γ)
+
+
+def examples(model: DualModel, bundle: Bundle, documents: Sequence[Document],
+             types: Sequence[str] | None = None) -> list[DualExample]:
+    """The segments of `documents` (as the model reads them at inference) with their gold spans."""
+    resolve = gold_resolver(bundle.kb)
+    row_of = {concept: row for row, concept in enumerate(bundle.kb.concepts.column("concept_id").to_pylist())}
+    found = []
+    for document in documents:
+        tokens = tokenize(document.text)
+        annotations = [a for a in document.annotations if types is None or a.type in types]
+        for first, end in model.segments(document.text, tokens):
+            window = tokens[first:end]
+            mentions, ignored = [], []
+            for annotation in annotations:
+                words = word_range(window, annotation.start, annotation.end)
+                if words is not None:
+                    rows = tuple(sorted({row_of[c] for c in map(resolve, annotation.concept_ids) if c}))
+                    if rows:
+                        mentions.append((*words, rows))
+                    else:
+                        ignored.append(words)
+            found.append(DualExample(tuple(t.text for t in window), tuple(mentions), tuple(ignored)))
+    return found
+
+
+class DualTrainer:
+    """Trains `out/` against `bundle` from the checkpoint `init` (or resumes `out/resume/`)."""
+
+    def __init__(self, init: str | Path, bundle: Bundle, documents: Sequence[Document], out: str | Path,
+                 config: DualTrainingConfig = DualTrainingConfig(), device: str | None = None):
+        if bundle.dense is None:
+            raise InvalidInputError(f"{bundle.path}: the dual encoder links against name vectors; "
+                                    f"build the bundle with a dense index (--retriever dense or hybrid)")
+        self.config, self.bundle, self.out = config, bundle, Path(out)
+        resume = self.out / RESUME_DIR
+        self._seed_everything(config.seed)
+        if not (resume / STATE_FILE).is_file():
+            initial_model(Path(init), bundle, resume, config)
+        self.dual = DualModel(resume, device)
+        if config.freeze_embeddings:
+            self.dual.model.encoder.get_input_embeddings().weight.requires_grad_(False)
+        self.examples = examples(self.dual, bundle, documents, config.types)
+        if not any(example.mentions for example in self.examples):
+            raise InvalidInputError("no annotation of the training documents names a concept of the bundle's KB")
+        self._names = _names_of_concepts(bundle, {row for e in self.examples for *_, rows in e.mentions
+                                                  for row in rows})
+        self.optimizer, self.scheduler = adamw_with_linear_schedule(
+            self.dual.model, config.learning_rate, config.weight_decay, self.total_steps, config.warmup_ratio,
+            lambda name: config.learning_rate if name.startswith("encoder.") else config.head_learning_rate)
+        self.state = TrainingState(loss_history=[], evaluations=[])
+        if (resume / STATE_FILE).is_file():
+            self._load_state(resume)
+
+    @property
+    def batches_per_epoch(self) -> int:
+        return -(-len(self.examples) // self.config.batch_size)
+
+    @property
+    def total_steps(self) -> int:
+        steps = self.config.epochs * self.batches_per_epoch
+        return min(steps, self.config.max_steps) if self.config.max_steps else steps
+
+    def _seed_everything(self, seed: int) -> None:
+        random.seed(seed)
+        np.random.seed(seed)
+        torch.manual_seed(seed)
+
+    def loss(self, batch: Sequence[DualExample], step: int) -> torch.Tensor:
+        """Detection BCE + disambiguation cross-entropy of one batch; the random negatives depend
+        only on the seed and the step (resumable)."""
+        dual = self.dual
+        encoded = dual.encode([example.words for example in batch])
+        spans = dual.score_spans(encoded)
+        labels = torch.zeros_like(spans.logits)
+        counted = spans.valid.clone()
+        position = {(a, b): i for i, (a, b) in enumerate(zip(spans.starts.tolist(), spans.ends.tolist()))}
+        for row, example in enumerate(batch):
+            for a, b, *_ in example.mentions:
+                if (a, b) in position:
+                    labels[row, position[a, b]] = 1.0
+            for a, b in example.ignored:
+                if (a, b) in position and labels[row, position[a, b]] == 0:
+                    counted[row, position[a, b]] = False
+        detection = torch.nn.functional.binary_cross_entropy_with_logits(spans.logits[counted], labels[counted])
+        linked = [(row, a, b, rows) for row, example in enumerate(batch) for a, b, rows in example.mentions]
+        if not linked:
+            return detection
+        rows, first, last, gold = zip(*linked)
+        vectors = dual.mention_vectors(encoded, *(torch.tensor(c, device=dual.device) for c in (rows, first, last)))
+        return detection + self._disambiguation(vectors, gold, np.random.default_rng([self.config.seed, step]))
+
+    def _disambiguation(self, vectors: torch.Tensor, gold: Sequence[tuple[int, ...]],
+                        rng: np.random.Generator) -> torch.Tensor:
+        config, names, dense = self.config, self.bundle.names, self.bundle.dense
+        gold_names = [np.unique(np.concatenate([self._names[row] for row in rows])) for rows in gold]
+        found, _ = dense.search(vectors.detach().float().cpu().numpy(),
+                                config.hard_negatives + max(len(g) for g in gold_names))
+        hard = [[r for r in hits if r >= 0 and r not in own][: config.hard_negatives]
+                for hits, own in zip(found.tolist(), map(set, gold_names))]
+        random_rows = rng.integers(0, len(names), size=config.random_negatives * len(gold)).tolist()
+        candidates = np.unique(np.concatenate([*gold_names, np.array([r for h in hard for r in h], dtype=np.int64),
+                                               np.array(random_rows, dtype=np.int64)]))
+        stored = torch.from_numpy(dense.index.reconstruct_batch(candidates.astype(np.int64))).to(vectors.device)
+        logits = config.scale * vectors @ stored.T
+        named = [set(names.concepts_of(candidate).tolist()) for candidate in candidates.tolist()]
+        positive = torch.tensor([[not concepts.isdisjoint(rows) for concepts in named] for rows in gold],
+                                device=logits.device)  # any name of a gold concept, wherever it came from
+        return (torch.logsumexp(logits, dim=1) - torch.logsumexp(logits.masked_fill(~positive, -1e4), dim=1)).mean()
+
+    def train(self, dev: Sequence[Document] = (),
+              progress: Callable[[TrainingState, float], None] | None = None) -> Path:
+        """Train until the epochs, `max_steps` or `max_minutes` run out; returns `out`."""
+        config, state = self.config, self.state
+        started = time.monotonic()
+        every = config.eval_every or self.batches_per_epoch
+        self.dual.model.train()
+        while state.step < self.total_steps:
+            order = np.random.default_rng([config.seed, state.epoch]).permutation(len(self.examples))
+            while state.position < self.batches_per_epoch and state.step < self.total_steps:
+                start = state.position * config.batch_size
+                batch = [self.examples[i] for i in order[start: start + config.batch_size]]
+                loss = self.loss(batch, state.step)
+                self.optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(self.dual.model.parameters(), 1.0)
+                self.optimizer.step()
+                self.scheduler.step()
+                state.step += 1
+                state.position += 1
+                state.loss_history.append(float(loss.detach()))
+                if progress:
+                    progress(state, time.monotonic() - started)
+                if dev and state.step % every == 0:
+                    self._evaluate(dev)
+                if state.step % config.checkpoint_every == 0:
+                    self.save_resume_point()
+                if config.max_minutes is not None and time.monotonic() - started > 60 * config.max_minutes:
+                    return self._finish(dev)
+            if state.position >= self.batches_per_epoch:
+                state.epoch, state.position = state.epoch + 1, 0
+        return self._finish(dev)
+
+    def _evaluate(self, dev: Sequence[Document]) -> None:
+        self.dual.model.eval()
+        f1, threshold = tune_threshold(DualLinker(self.dual, self.bundle), dev, self.config.types)
+        self.dual.model.train()
+        best = max((score for _, score, _ in self.state.evaluations), default=float("-inf"))
+        self.state.evaluations.append((self.state.step, f1, threshold))
+        if f1 > best:
+            self.out.mkdir(parents=True, exist_ok=True)
+            write_directory(self.out / BEST_DIR, lambda staging: self._save_model(staging, threshold))
+
+    def _finish(self, dev: Sequence[Document]) -> Path:
+        if dev and (not self.state.evaluations or self.state.evaluations[-1][0] != self.state.step):
+            self._evaluate(dev)
+        self.save_resume_point()
+        self.dual.model.eval()
+        if self.state.evaluations:
+            write_files(self.out, lambda staging: copy_files(self.out / BEST_DIR, staging))
+        else:
+            write_files(self.out, lambda staging: self._save_model(staging, self.dual.settings.threshold))
+        return self.out
+
+    def _save_model(self, directory: Path, threshold: float) -> None:
+        settings = replace(self.dual.settings, threshold=threshold)
+        save_dual(directory, self.dual.tokenizer, self.dual.model, settings)
+        (directory / "training.json").write_text(
+            json.dumps({**asdict(self.config), "steps": self.state.step,
+                                      "evaluations": self.state.evaluations}, indent=2), encoding="utf-8")
+
+    def save_resume_point(self) -> None:
+        def save(directory: Path) -> None:
+            save_dual(directory, self.dual.tokenizer, self.dual.model, self.dual.settings)
+            torch.save({"state": asdict(self.state), "optimizer": self.optimizer.state_dict(),
+                        "scheduler": self.scheduler.state_dict(), "rng": rng_states(),
+                        "examples": len(self.examples)}, directory / STATE_FILE)
+
+        self.out.mkdir(parents=True, exist_ok=True)
+        write_directory(self.out / RESUME_DIR, save)
+
+    def _load_state(self, directory: Path) -> None:
+        saved = torch.load(directory / STATE_FILE, weights_only=False)
+        if saved["examples"] != len(self.examples):
+            raise BabelinkError(f"{directory}: was trained on {saved['examples']:,} segments, this run has "
+                                f"{len(self.examples):,}; resume with the same data or use a new --out")
+        self.optimizer.load_state_dict(saved["optimizer"])
+        self.scheduler.load_state_dict(saved["scheduler"])
+        self.state = TrainingState(**saved["state"])
+        set_rng_states(saved["rng"])
+
+
+def initial_model(init: Path, bundle: Bundle, out: Path, config: DualTrainingConfig = DualTrainingConfig()) -> Path:
+    """Write (atomically) an untrained dual encoder at `out`: the checkpoint `init` with a fresh
+    head, bound to `bundle`'s name vectors."""
+    write_directory(out, lambda staging: _initialise(staging, init, bundle, config))
+    return out
+
+
+def _initialise(staging: Path, init: Path, bundle: Bundle, config: DualTrainingConfig) -> None:
+    from transformers import AutoModel, AutoTokenizer
+    from transformers.utils import logging
+
+    logging.disable_progress_bar()
+    built = bundle.manifest["dense"]["encoder"]
+    settings = DualSettings(max_span_words=config.max_span_words, max_length=config.max_length,
+                            pooling=config.pooling, scale=config.scale,
+                            entity_encoder={"name": built.get("name"), "fingerprint": built.get("fingerprint"),
+                                            "dimension": bundle.dense.dimension})
+    try:
+        encoder = AutoModel.from_pretrained(init, local_files_only=True)
+        tokenizer = AutoTokenizer.from_pretrained(init, local_files_only=True)
+    except (OSError, ValueError) as error:
+        raise BabelinkError(f"{init}: cannot load the checkpoint: {error}") from None
+    save_dual(staging, tokenizer, DualEncoder(encoder), settings)
+
+
+def _names_of_concepts(bundle: Bundle, concept_rows: set[int]) -> dict[int, np.ndarray]:
+    """Name-table rows of each wanted concept (at most `NAMES_PER_CONCEPT`, in table order)."""
+    names = bundle.names
+    strings = np.repeat(np.arange(len(names)), np.diff(names.offsets))
+    wanted = np.isin(names.concept_rows, list(concept_rows))
+    found: dict[int, list[int]] = {row: [] for row in concept_rows}
+    for string, concept in zip(strings[wanted].tolist(), names.concept_rows[wanted].tolist()):
+        if len(found[concept]) < NAMES_PER_CONCEPT:
+            found[concept].append(string)
+    return {row: np.array(rows, dtype=np.int64) for row, rows in found.items()}
+
+
+def tune_threshold(linker: DualLinker, documents: Sequence[Document],
+                   types: Sequence[str] | None = None) -> tuple[float, float]:
+    """(best strict F1, its γ) over `THRESHOLDS`, against the documents' in-KB gold mentions;
+    the spans are scored once, at the lowest threshold."""
+    resolve = gold_resolver(linker.kb)
+    gold = [(d.id, a.start, a.end, tuple(c for c in map(resolve, a.concept_ids) if c))
+            for d in documents for a in d.annotations if types is None or a.type in types]
+    gold = [g for g in gold if g[3]]
+    proposals = linker.proposals(documents, min(THRESHOLDS))
+    best = (-1.0, THRESHOLDS[0])
+    for threshold in THRESHOLDS:
+        predicted = [(d.id, p.start, p.end, p.candidates[0].concept_id) for d, found in zip(documents, proposals)
+                     for p in resolve_overlaps([p for p in found if p.score > threshold], "best")]
+        best = max(best, (span_scores(predicted, gold)["strict"]["f1"], threshold))
+    return best
