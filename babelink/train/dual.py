@@ -95,6 +95,7 @@ class TrainingState:
     position: int = 0  # batches of the current epoch already used
     loss_history: list[float] | None = None
     evaluations: list[tuple[int, float, float]] | None = None  # (step, dev strict F1, its γ)
+    seconds: float = 0.0  # training time so far, across resumes
 
 
 def examples(model: DualModel, bundle: Bundle, documents: Sequence[Document],
@@ -209,7 +210,7 @@ class DualTrainer:
               progress: Callable[[TrainingState, float], None] | None = None) -> Path:
         """Train until the epochs, `max_steps` or `max_minutes` run out; returns `out`."""
         config, state = self.config, self.state
-        started = time.monotonic()
+        started, resumed_at = time.monotonic(), state.seconds
         every = config.eval_every or self.batches_per_epoch
         self.dual.model.train()
         while state.step < self.total_steps:
@@ -226,6 +227,7 @@ class DualTrainer:
                 state.step += 1
                 state.position += 1
                 state.loss_history.append(float(loss.detach()))
+                state.seconds = resumed_at + time.monotonic() - started
                 if progress:
                     progress(state, time.monotonic() - started)
                 if dev and state.step % every == 0:

@@ -183,3 +183,26 @@ def test_a_bundle_built_with_another_encoder_is_refused(untrained, contextual_en
     sparse = load_bundle(build_bundle(builder.build(), tmp_path / "sparse", retriever="sparse"))
     with pytest.raises(BundleError, match="no dense index"):
         Linker(sparse, model=untrained)
+
+
+def test_cli_trains_then_links_with_the_model(tiny_encoder_dir, bundle, tmp_path):
+    from support import babelink
+
+    from babelink.formats.pubtator import write_pubtator
+
+    corpus = tmp_path / "train.txt"
+    with open(corpus, "w", encoding="utf-8") as stream:
+        write_pubtator(DOCUMENTS, stream)
+    trained = babelink("train", "dual", "--bundle", bundle.path, "--train", corpus, "--dev", corpus, "--init",
+                       tiny_encoder_dir, "--out", tmp_path / "model", "--max-steps", "4", "--batch-size", "2",
+                       "--max-span-words", "3")
+    assert trained.returncode == 0, trained.stderr
+    assert "dev strict F1" in trained.stderr
+    (tmp_path / "in.jsonl").write_text(json.dumps({"id": "a", "text": "fever and asthma"}) + "\n")
+    linked = babelink("link", "--bundle", bundle.path, "--model", tmp_path / "model", "--input", tmp_path / "in.jsonl",
+                      "--output", tmp_path / "out.jsonl")
+    assert linked.returncode == 0, linked.stderr
+    record = json.loads((tmp_path / "out.jsonl").read_text())
+    assert record["id"] == "a" and all(m["detector"] == "dual" for m in record["mentions"])
+    missing = babelink("link", "--bundle", bundle.path, "--model", tmp_path / "nothing", "fever")
+    assert missing.returncode != 0 and "babelink train dual" in missing.stderr and "Traceback" not in missing.stderr

@@ -1,0 +1,218 @@
+"""One-pass dual encoder benchmark (004): end-to-end linking, detection, entity disambiguation,
+speed, and the transfer to languages without training data.
+
+    python benchmarks/dual_encoder.py [--data ../shared/data] [--no-write]
+        [--medic-model DIR [--ablation DIR]] [--ner ncbi=DIR bc5cdr=DIR]
+        [--mantra [--mantra-minutes 6]]
+
+`--medic-model`: a model trained on the CTD MEDIC benchmark bundle (`babelink train dual`, the
+command is in the log). NCBI-disease and BC5CDR-Disease test are linked by
+- the dual encoder (`link --model`), its mention threshold γ chosen on dev by the trainer;
+- the default span pipeline (`Linker.open(bundle)`, default `LinkParams`, no labeled spans);
+- with `--ner`, the NER + CRF pipeline (`link --ner`, hybrid ranking, link threshold 0.96);
+each in its own process, so documents/s, mentions/s and peak RSS are its own. Strict and partial
+P/R/F1 against in-KB gold, and detection-only strict P/R/F1 (spans alone). Entity
+disambiguation: NCBI-disease test gold spans, Acc@1 of `Linker.disambiguate` (one pass per
+segment) against the hybrid `normalize` of the same mention strings. `--ablation DIR`: a model
+trained the same way with random negatives only (`--hard-negatives 0 --random-negatives 16`).
+
+`--mantra`: leave-one-language-out on Mantra GSC (open-umls). Each language's documents are split
+in halves (seeded); a model is trained on the first halves of all three languages (80% train,
+20% dev for γ), and one per language X on the first halves of the other two only; every model
+is tested on the second halves, next to the default span pipeline on the same documents.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from end_to_end import CORPORA, _in_child, _peak_rss_mb, documents, gold, predictions
+from report import arguments, cached_bundle, commit, machine, publish
+
+from babelink.bundle.store import load_bundle
+from babelink.detect.ner import NerDetector
+from babelink.eval.metrics import span_scores
+from babelink.formats import read_documents
+from babelink.kb.augment import gold_resolver
+from babelink.link.documents import LinkParams
+from babelink.link.linker import Linker
+
+MANTRA = {"en": "English", "es": "Spanish", "fr": "French"}
+NER_LINK_THRESHOLD = 0.96  # the NER pipeline's dev-chosen link threshold (benchmarks/log/end-to-end.md)
+
+
+def link_step(data: str, corpus_key: str, system: str, model: str | None) -> dict:
+    """Link a corpus's test split with one system in this (child) process."""
+    corpus = CORPORA[corpus_key]
+    bundle = load_bundle(cached_bundle(Path(data), corpus.kb))
+    if system == "dual encoder":
+        linker = Linker(bundle, model=_dual(model))
+    elif system == "ner + hybrid":
+        linker = Linker(bundle, detector=NerDetector(model), link_params=LinkParams(link_threshold=NER_LINK_THRESHOLD))
+    else:
+        linker = Linker(bundle)
+    test = documents(Path(data), corpus, "test")
+    linker.link("warm-up text with asthma")
+    started = time.perf_counter()
+    predicted = predictions(linker, test)
+    seconds = time.perf_counter() - started
+    reference = gold(test, bundle.kb)
+    detection = span_scores([(d, s, e, "") for d, s, e, _ in predicted], [(d, s, e, ("",)) for d, s, e, _ in reference])
+    return {"scores": span_scores(predicted, reference), "detection": detection["strict"], "documents": len(test),
+            "docs_per_s": len(test) / seconds, "mentions_per_s": len(predicted) / seconds, "rss_mb": _peak_rss_mb()}
+
+
+def _dual(path: str):
+    from babelink.dual.model import DualModel
+
+    return DualModel(path)
+
+
+def disambiguation_step(data: str, model: str) -> dict:
+    """NCBI-disease test gold spans: the dual encoder in one pass per segment against hybrid `normalize`."""
+    bundle = load_bundle(cached_bundle(Path(data), "ctd-medic"))
+    resolve = gold_resolver(bundle.kb)
+    test = [replace(d, annotations=tuple(a for a in d.annotations if any(map(resolve, a.concept_ids))))
+            for d in documents(Path(data), CORPORA["ncbi"], "test")]
+    wanted = [{resolve(c) for c in a.concept_ids} - {None} for d in test for a in d.annotations]
+    dual = Linker(bundle, model=_dual(model))
+    started = time.perf_counter()
+    answers = [candidates for found in dual.disambiguate(test, top_k=1) for candidates in found]
+    dual_seconds = time.perf_counter() - started
+    hybrid = Linker(bundle)
+    started = time.perf_counter()
+    normalized = hybrid.normalize([a.text for d in test for a in d.annotations], top_k=1)
+    hybrid_seconds = time.perf_counter() - started
+
+    def accuracy(ranked):
+        return sum(bool(found) and found[0].concept_id in ids for found, ids in zip(ranked, wanted)) / len(wanted)
+
+    return {"mentions": len(wanted), "dual": accuracy(answers), "hybrid": accuracy(normalized),
+            "dual_per_s": len(wanted) / dual_seconds, "hybrid_per_s": len(wanted) / hybrid_seconds}
+
+
+def mantra_split(data: Path, lang: str) -> tuple[list, list]:
+    """(first half, second half) of a Mantra GSC language's documents, shuffled with a fixed seed."""
+    docs = [replace(d, lang=lang) for d in read_documents(data / "bench/mantra_gsc/Mantra-GSC" / MANTRA[lang])]
+    random.Random(0).shuffle(docs)
+    return docs[: len(docs) // 2], docs[len(docs) // 2:]
+
+
+def mantra_step(data: str, left_out: str | None, minutes: float) -> dict:
+    """Train on the first halves of every language but `left_out` (None: all), test on every second half."""
+    from babelink.encoders import resolve_checkpoint
+    from babelink.train.dual import DualTrainer, DualTrainingConfig
+
+    bundle = load_bundle(cached_bundle(Path(data), "open-umls"))
+    halves = {lang: mantra_split(Path(data), lang) for lang in MANTRA}
+    train, dev = [], []
+    for lang, (first, _) in halves.items():
+        if lang != left_out:
+            cut = int(0.8 * len(first))
+            train, dev = train + first[:cut], dev + first[cut:]
+    config = DualTrainingConfig(epochs=20, batch_size=8, max_minutes=minutes, eval_every=50)
+    with tempfile.TemporaryDirectory() as scratch:
+        started = time.monotonic()
+        trainer = DualTrainer(resolve_checkpoint("default")[0], bundle, train, Path(scratch) / "model", config)
+        trainer.train(dev)
+        seconds = time.monotonic() - started
+        linker = Linker(bundle, model=_dual(str(Path(scratch) / "model")))
+        scores = {lang: span_scores(predictions(linker, second), gold(second, bundle.kb))["strict"]
+                  for lang, (_, second) in halves.items()}
+        threshold = linker.documents.threshold
+    return {"scores": scores, "steps": trainer.state.step, "seconds": seconds, "threshold": threshold,
+            "train_documents": len(train)}
+
+
+def mantra_baseline_step(data: str) -> dict:
+    bundle = load_bundle(cached_bundle(Path(data), "open-umls"))
+    linker = Linker(bundle)
+    return {lang: span_scores(predictions(linker, second), gold(second, bundle.kb))["strict"]
+            for lang, (_, second) in ((lang, mantra_split(Path(data), lang)) for lang in MANTRA)}
+
+
+def _training_note(model: str) -> str:
+    found = json.loads((Path(model) / "training.json").read_text())
+    best = max(found["evaluations"], key=lambda e: e[1]) if found["evaluations"] else None
+    chosen = f"; best dev strict F1 {best[1]:.3f} at step {best[0]:,}, γ = {best[2]}" if best else ""
+    return (f"{found['steps']:,} steps in {found.get('seconds', 0) / 60:.0f} min, lr {found['learning_rate']}, "
+            f"{found['hard_negatives']} hard + {found['random_negatives']} random negatives per mention{chosen}")
+
+
+def medic_report(data: Path, args) -> list[str]:
+    systems = [("dual encoder", args.medic_model)] + ([("dual encoder, random negatives only", args.ablation)]
+                                                      if args.ablation else [])
+    ner = dict(spec.split("=", 1) for spec in args.ner or [])
+    lines = [f"- dual encoder: {_training_note(args.medic_model)}"]
+    if args.ablation:
+        lines.append(f"- random negatives only: {_training_note(args.ablation)}")
+    lines += ["", ("| corpus | system | strict P | strict R | strict F1 | partial F1 | detection P | detection R | "
+              "detection F1 | docs/s | mentions/s | peak RSS MB |"), "|---|---|" + "---:|" * 10]
+    for corpus_key in ("ncbi", "bc5cdr"):
+        runs = [(name, "dual encoder", path) for name, path in systems]
+        runs += [("default span pipeline", "spans", None)]
+        if corpus_key in ner:
+            runs.append(("ner + hybrid", "ner + hybrid", ner[corpus_key]))
+        for name, system, path in runs:
+            result = _in_child(link_step, str(data), corpus_key, system, path)
+            s, p, d = result["scores"]["strict"], result["scores"]["partial"], result["detection"]
+            lines.append(f"| {CORPORA[corpus_key].name} | {name} | {s['precision']:.3f} | {s['recall']:.3f} | "
+                         f"**{s['f1']:.3f}** | {p['f1']:.3f} | {d['precision']:.3f} | {d['recall']:.3f} | "
+                         f"{d['f1']:.3f} | {result['docs_per_s']:.1f} | {result['mentions_per_s']:.0f} | "
+                         f"{result['rss_mb']:.0f} |")
+    ed = _in_child(disambiguation_step, str(data), args.medic_model)
+    lines += ["", (f"Entity disambiguation, NCBI-disease test gold spans ({ed['mentions']:,} in-KB mentions): "
+              f"dual encoder Acc@1 **{ed['dual']:.3f}** ({ed['dual_per_s']:.0f} mentions/s, one pass per segment) "
+              f"against hybrid `normalize` {ed['hybrid']:.3f} ({ed['hybrid_per_s']:.0f} mentions/s).")]
+    return lines
+
+
+def mantra_report(data: Path, minutes: float) -> list[str]:
+    baseline = _in_child(mantra_baseline_step, str(data))
+    folds = {left_out: _in_child(mantra_step, str(data), left_out, minutes) for left_out in (None, *MANTRA)}
+    lines = ["", ("Mantra GSC, second halves (strict F1; open-umls): the model trained on every language, the "
+             "model trained without the language, and the default span pipeline."), "",
+             "| language | gold | dual, language in training | dual, language left out | default span pipeline |",
+             "|---|---:|---:|---:|---:|"]
+    for lang in MANTRA:
+        lines.append(f"| {lang} | {baseline[lang]['gold']} | {folds[None]['scores'][lang]['f1']:.3f} | "
+                     f"**{folds[lang]['scores'][lang]['f1']:.3f}** | {baseline[lang]['f1']:.3f} |")
+    lines += [""] + [f"- model {'on all' if left_out is None else 'without ' + left_out}: "
+                     f"{fold['train_documents']} training documents, {fold['steps']} steps in "
+                     f"{fold['seconds'] / 60:.1f} min, γ = {fold['threshold']}" for left_out, fold in folds.items()]
+    return lines
+
+
+def _portable(arguments: list[str]) -> str:
+    """The command line with the cache directory written as `$BABELINK_HOME`."""
+    from babelink.home import babelink_home
+
+    return " ".join(arguments).replace(str(babelink_home()), "$BABELINK_HOME")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--medic-model", help="dual encoder trained on the CTD MEDIC benchmark bundle")
+    parser.add_argument("--ablation", help="the same trained with random negatives only")
+    parser.add_argument("--ner", nargs="*", help="CORPUS=DIR learned detectors for the NER + CRF baseline")
+    parser.add_argument("--mantra", action="store_true", help="leave-one-language-out on Mantra GSC")
+    parser.add_argument("--mantra-minutes", type=float, default=6.0, help="training budget per Mantra model")
+    args = arguments(__doc__.splitlines()[0], parser)
+    lines = [f"## {time.strftime('%Y-%m-%d')} — dual encoder, one pass per segment (commit `{commit()}`)", "",
+             f"Command: `python benchmarks/dual_encoder.py {_portable(sys.argv[1:])}` · machine: {machine()}", ""]
+    if args.medic_model:
+        lines += medic_report(args.data, args)
+    if args.mantra:
+        lines += mantra_report(args.data, args.mantra_minutes)
+    publish("\n".join(lines) + "\n", not args.no_write, "dual-encoder")
+
+
+if __name__ == "__main__":
+    main()
