@@ -74,3 +74,35 @@ def cpu_has_native_bf16() -> bool:
     except OSError:
         return False
     return " avx512_bf16" in flags or " amx_bf16" in flags
+
+
+def load_with_head(path: Path, build: Callable, head_file: str, kind: str):
+    """`(tokenizer, model)`: the transformers checkpoint at `path` wrapped by `build(encoder)` (a
+    module whose encoder is `model.encoder`), with the rest of its weights read from `head_file`.
+    A file that does not fit is an error naming it, not a half-initialised model."""
+    from safetensors.torch import load_file
+    from transformers import AutoModel, AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+        model = build(AutoModel.from_pretrained(path, local_files_only=True))
+        loaded = model.load_state_dict(load_file(path / head_file), strict=False)
+    except (OSError, ValueError, RuntimeError) as error:
+        raise BabelinkError(f"{path}: cannot load the {kind}: {error}") from None
+    if loaded.unexpected_keys or any(not key.startswith("encoder.") for key in loaded.missing_keys):
+        missing = [key for key in loaded.missing_keys if not key.startswith("encoder.")]
+        raise BabelinkError(f"{path / head_file}: not the head of this {kind} (missing {missing}, "
+                            f"unexpected {loaded.unexpected_keys})")
+    return tokenizer, model
+
+
+def save_with_head(directory: Path, tokenizer, model, head_file: str, settings_file: str, settings) -> None:
+    """Write what `load_with_head` reads: the encoder as a transformers checkpoint with its
+    tokenizer, the other weights as safetensors, and the settings file."""
+    from safetensors.torch import save_file
+
+    model.encoder.save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    save_file({name: value.contiguous() for name, value in model.state_dict().items()
+               if not name.startswith("encoder.")}, directory / head_file)
+    write_settings(directory, settings_file, settings)

@@ -34,6 +34,10 @@ SourcesOption = Annotated[list[str] | None, typer.Option(
     "--sources", help="Search only names from these source vocabularies (SAB; repeat or comma-separate).")]
 LangsOption = Annotated[list[str] | None, typer.Option(
     "--langs", help="Search only names in these languages (ISO 639-1 or LAT; repeat or comma-separate).")]
+EpochsOption = Annotated[int, typer.Option("--epochs", min=1)]
+EncoderRateOption = Annotated[float, typer.Option("--lr", help="Encoder learning rate.")]
+LearnTypesOption = Annotated[list[str] | None, typer.Option(
+    "--types", help="Learn only annotations of these types (repeat); all when omitted.")]
 KbFormatOption = Annotated[
     str | None, typer.Option("--kb-format", help="umls|ctd|obo|tsv|jsonl|parquet; inferred when omitted.")
 ]

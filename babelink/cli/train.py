@@ -8,7 +8,14 @@ from typing import Annotated
 
 import typer
 
-from babelink.cli.options import BundleOption, InitOption, KbFormatOption
+from babelink.cli.options import (
+    BundleOption,
+    EncoderRateOption,
+    EpochsOption,
+    InitOption,
+    KbFormatOption,
+    LearnTypesOption,
+)
 from babelink.errors import InvalidInputError
 from babelink.fsutil import refuse_same_file
 from babelink.lang import parse_languages
@@ -40,7 +47,7 @@ def train_sap(
     init: InitOption = "default",
     max_minutes: Annotated[float | None, typer.Option("--max-minutes", help="Stop (and save) after this long.")] = None,
     max_steps: Annotated[int | None, typer.Option("--max-steps", min=1)] = None,
-    epochs: Annotated[int, typer.Option("--epochs", min=1)] = 1,
+    epochs: EpochsOption = 1,
     batch_pairs: Annotated[int, typer.Option("--batch-pairs", min=2, help="Positive pairs per batch.")] = 128,
     learning_rate: Annotated[float, typer.Option("--lr")] = 2e-5,
     freeze_embeddings: Annotated[bool, typer.Option(
@@ -122,7 +129,7 @@ def train_filter(
     window: Annotated[
         int, typer.Option("--window", min=0, help="Context words on each side of a span (Ws, 000 §4.4).")
     ] = 2,
-    epochs: Annotated[int, typer.Option("--epochs", min=1)] = 1,
+    epochs: EpochsOption = 1,
     batch_size: Annotated[int, typer.Option("--batch-size", min=2)] = 32,
     learning_rate: Annotated[float, typer.Option("--lr")] = 2e-5,
     negatives: Annotated[
@@ -170,11 +177,10 @@ def train_ner(
     dev: Annotated[Path | None, typer.Option(
         "--dev", help="Annotated dev documents: strict span F1 is reported on them.")] = None,
     init: InitOption = "default",
-    types: Annotated[list[str] | None, typer.Option(
-        "--types", help="Learn only annotations of these types (repeat); all when omitted.")] = None,
-    epochs: Annotated[int, typer.Option("--epochs", min=1)] = 3,
+    types: LearnTypesOption = None,
+    epochs: EpochsOption = 3,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Windows per step.")] = 16,
-    learning_rate: Annotated[float, typer.Option("--lr", help="Encoder learning rate.")] = 5e-5,
+    learning_rate: EncoderRateOption = 5e-5,
     head_learning_rate: Annotated[float, typer.Option(
         "--head-lr", help="Learning rate of the fresh emission layer and CRF.")] = 1e-3,
     as_type: Annotated[str | None, typer.Option(
@@ -239,11 +245,10 @@ def train_dual(
     dev: Annotated[list[Path] | None, typer.Option(
         "--dev", help="Annotated dev documents (repeat): choose the checkpoint and mention threshold.")] = None,
     init: InitOption = "default",
-    types: Annotated[list[str] | None, typer.Option(
-        "--types", help="Learn only annotations of these types (repeat); all when omitted.")] = None,
-    epochs: Annotated[int, typer.Option("--epochs", min=1)] = 5,
+    types: LearnTypesOption = None,
+    epochs: EpochsOption = 5,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Segments per step.")] = 4,
-    learning_rate: Annotated[float, typer.Option("--lr", help="Encoder learning rate.")] = 3e-5,
+    learning_rate: EncoderRateOption = 3e-5,
     head_learning_rate: Annotated[float, typer.Option("--head-lr", help="Span scorer learning rate.")] = 1e-3,
     hard_negatives: Annotated[int, typer.Option(
         "--hard-negatives", min=0, help="Nearest wrong names per mention (004 §3.2).")] = 8,

@@ -23,10 +23,9 @@ from pathlib import Path
 
 import torch
 
-from babelink.checkpoint import cpu_autocast_dtype, inference_device, read_settings, write_settings
+from babelink.checkpoint import cpu_autocast_dtype, inference_device, load_with_head, read_settings, save_with_head
 from babelink.detect.crf import CRF, bio_constraints
 from babelink.detect.tokenize import Token, joinable, tokenize
-from babelink.errors import BabelinkError
 
 SETTINGS_FILE = "babelink_ner.json"
 HEAD_FILE = "ner_head.safetensors"
@@ -72,9 +71,6 @@ class NerTagger(torch.nn.Module):
         index = pieces.unsqueeze(-1).expand(-1, -1, states.shape[-1])
         return self.emissions(states.gather(1, index)).float()
 
-    def head_state(self) -> dict[str, torch.Tensor]:
-        return {name: value for name, value in self.state_dict().items() if not name.startswith("encoder.")}
-
 
 def _ner_settings(fields: dict) -> NerSettings:
     return NerSettings(**{**fields, "labels": tuple(fields["labels"])})
@@ -88,19 +84,9 @@ class NerDetector:
     def __init__(self, path: str | Path, device: str | None = None):
         self.path = Path(path).absolute()
         self.settings = read_settings(self.path, SETTINGS_FILE, _ner_settings, "NER model", "babelink train ner")
-        from safetensors.torch import load_file
-        from transformers import AutoModel, AutoTokenizer
-
         self.device = inference_device(device)
-        try:
-            self.tokenizer = AutoTokenizer.from_pretrained(self.path, local_files_only=True)
-            encoder = AutoModel.from_pretrained(self.path, local_files_only=True)
-            self.model = NerTagger(encoder, self.settings.labels)
-            loaded = self.model.load_state_dict(load_file(self.path / HEAD_FILE), strict=False)
-        except (OSError, ValueError, RuntimeError) as error:
-            raise BabelinkError(f"{self.path}: cannot load the NER checkpoint: {error}") from None
-        if loaded.unexpected_keys or any(not key.startswith("encoder.") for key in loaded.missing_keys):
-            raise BabelinkError(f"{self.path / HEAD_FILE}: not a head for {len(self.settings.labels)} labels")
+        self.tokenizer, self.model = load_with_head(
+            self.path, lambda encoder: NerTagger(encoder, self.settings.labels), HEAD_FILE, "NER model")
         self.model.to(self.device).eval()
         self._autocast = cpu_autocast_dtype(self.device)
 
@@ -185,9 +171,4 @@ def first_pieces(encoded, words: int) -> list[list[int]]:
 
 def save_tagger(directory: Path, tokenizer, model: NerTagger, settings: NerSettings) -> None:
     """Write a detector directory (`NerDetector` loads it)."""
-    from safetensors.torch import save_file
-
-    model.encoder.save_pretrained(directory)
-    tokenizer.save_pretrained(directory)
-    save_file({name: value.contiguous() for name, value in model.head_state().items()}, directory / HEAD_FILE)
-    write_settings(directory, SETTINGS_FILE, settings)
+    save_with_head(directory, tokenizer, model, HEAD_FILE, SETTINGS_FILE, settings)

@@ -26,11 +26,11 @@ from pathlib import Path
 
 import torch
 
-from babelink.checkpoint import cpu_autocast_dtype, inference_device, read_settings, write_settings
+from babelink.checkpoint import cpu_autocast_dtype, inference_device, load_with_head, read_settings, save_with_head
 from babelink.detect.ner import first_pieces, subword_windows
 from babelink.detect.tokenize import Token
 from babelink.dual.spans import boundary_pooled, enumerate_spans, mean_pooled, span_logits
-from babelink.errors import BabelinkError, BundleError
+from babelink.errors import BundleError
 
 SETTINGS_FILE = "babelink_dual.json"
 HEAD_FILE = "dual_head.safetensors"
@@ -74,9 +74,6 @@ class DualEncoder(torch.nn.Module):
     def forward(self, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
         return self.encoder(**inputs).last_hidden_state.float()
 
-    def head_state(self) -> dict[str, torch.Tensor]:
-        return {name: value for name, value in self.state_dict().items() if not name.startswith("encoder.")}
-
 
 @dataclass
 class EncodedBatch:
@@ -110,18 +107,8 @@ class DualModel:
     def __init__(self, path: str | Path, device: str | None = None):
         self.path = Path(path).absolute()
         self.settings = read_settings(self.path, SETTINGS_FILE, _dual_settings, "dual encoder", "babelink train dual")
-        from safetensors.torch import load_file
-        from transformers import AutoModel, AutoTokenizer
-
         self.device = inference_device(device)
-        try:
-            self.tokenizer = AutoTokenizer.from_pretrained(self.path, local_files_only=True)
-            self.model = DualEncoder(AutoModel.from_pretrained(self.path, local_files_only=True))
-            loaded = self.model.load_state_dict(load_file(self.path / HEAD_FILE), strict=False)
-        except (OSError, ValueError, RuntimeError) as error:
-            raise BabelinkError(f"{self.path}: cannot load the dual encoder: {error}") from None
-        if loaded.unexpected_keys or any(not key.startswith("encoder.") for key in loaded.missing_keys):
-            raise BabelinkError(f"{self.path / HEAD_FILE}: not a dual encoder head")
+        self.tokenizer, self.model = load_with_head(self.path, DualEncoder, HEAD_FILE, "dual encoder")
         self.model.to(self.device).eval()
         self._autocast = cpu_autocast_dtype(self.device)
 
@@ -199,9 +186,4 @@ def last_pieces(encoded, words: int) -> list[list[int]]:
 
 def save_dual(directory: Path, tokenizer, model: DualEncoder, settings: DualSettings) -> None:
     """Write a dual encoder directory (`DualModel` loads it)."""
-    from safetensors.torch import save_file
-
-    model.encoder.save_pretrained(directory)
-    tokenizer.save_pretrained(directory)
-    save_file({name: value.contiguous() for name, value in model.head_state().items()}, directory / HEAD_FILE)
-    write_settings(directory, SETTINGS_FILE, settings)
+    save_with_head(directory, tokenizer, model, HEAD_FILE, SETTINGS_FILE, settings)

@@ -20,9 +20,6 @@ bit-identically from `out/resume/`; with dev documents, the checkpoint with the 
 
 from __future__ import annotations
 
-import json
-import random
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -31,6 +28,7 @@ import numpy as np
 import torch
 
 from babelink.bundle.store import Bundle
+from babelink.checkpoint import write_settings
 from babelink.detect.overlaps import resolve_overlaps
 from babelink.detect.tokenize import tokenize
 from babelink.dual.linker import DualLinker, word_range
@@ -41,11 +39,9 @@ from babelink.formats.document import Document
 from babelink.fsutil import write_directory
 from babelink.kb.augment import gold_resolver
 from babelink.train.optim import adamw_with_linear_schedule
-from babelink.train.resume import copy_files, rng_states, set_rng_states, write_files
+from babelink.train.resume import RESUME_DIR, STATE_FILE, ResumableTrainer, TrainingState, seed_everything
 
-RESUME_DIR = "resume"
-BEST_DIR = "best"
-STATE_FILE = "trainer_state.pt"
+TRAINING_FILE = "training.json"
 #: Names of a gold concept that count as right in the disambiguation loss.
 NAMES_PER_CONCEPT = 32
 #: Mention thresholds γ tried on dev at every evaluation.
@@ -88,16 +84,6 @@ class DualExample:
     ignored: tuple[tuple[int, int], ...]
 
 
-@dataclass
-class TrainingState:
-    step: int = 0
-    epoch: int = 0
-    position: int = 0  # batches of the current epoch already used
-    loss_history: list[float] | None = None
-    evaluations: list[tuple[int, float, float]] | None = None  # (step, dev strict F1, its γ)
-    seconds: float = 0.0  # training time so far, across resumes
-
-
 def examples(model: DualModel, bundle: Bundle, documents: Sequence[Document],
              types: Sequence[str] | None = None) -> list[DualExample]:
     """The segments of `documents` (as the model reads them at inference) with their gold spans."""
@@ -122,7 +108,7 @@ def examples(model: DualModel, bundle: Bundle, documents: Sequence[Document],
     return found
 
 
-class DualTrainer:
+class DualTrainer(ResumableTrainer):
     """Trains `out/` against `bundle` from the checkpoint `init` (or resumes `out/resume/`)."""
 
     def __init__(self, init: str | Path, bundle: Bundle, documents: Sequence[Document], out: str | Path,
@@ -132,37 +118,27 @@ class DualTrainer:
                                     f"build the bundle with a dense index (--retriever dense or hybrid)")
         self.config, self.bundle, self.out = config, bundle, Path(out)
         resume = self.out / RESUME_DIR
-        self._seed_everything(config.seed)
+        seed_everything(config.seed)
         if not (resume / STATE_FILE).is_file():
             initial_model(Path(init), bundle, resume, config)
         self.dual = DualModel(resume, device)
         if config.freeze_embeddings:
             self.dual.model.encoder.get_input_embeddings().weight.requires_grad_(False)
-        self.examples = examples(self.dual, bundle, documents, config.types)
-        if not any(example.mentions for example in self.examples):
+        self.items, self.batch_size = examples(self.dual, bundle, documents, config.types), config.batch_size
+        if not any(example.mentions for example in self.items):
             raise InvalidInputError("no annotation of the training documents names a concept of the bundle's KB")
-        self._names = _names_of_concepts(bundle, {row for e in self.examples for *_, rows in e.mentions
-                                                  for row in rows})
+        self._names = _names_of_concepts(bundle, {row for e in self.items for *_, rows in e.mentions for row in rows})
         self.optimizer, self.scheduler = adamw_with_linear_schedule(
             self.dual.model, config.learning_rate, config.weight_decay, self.total_steps, config.warmup_ratio,
             lambda name: config.learning_rate if name.startswith("encoder.") else config.head_learning_rate)
-        self.state = TrainingState(loss_history=[], evaluations=[])
+        self.state = TrainingState()
+        self._dev: Sequence[Document] = ()
         if (resume / STATE_FILE).is_file():
-            self._load_state(resume)
+            self.load_resume_point(resume)
 
     @property
-    def batches_per_epoch(self) -> int:
-        return -(-len(self.examples) // self.config.batch_size)
-
-    @property
-    def total_steps(self) -> int:
-        steps = self.config.epochs * self.batches_per_epoch
-        return min(steps, self.config.max_steps) if self.config.max_steps else steps
-
-    def _seed_everything(self, seed: int) -> None:
-        random.seed(seed)
-        np.random.seed(seed)
-        torch.manual_seed(seed)
+    def examples(self) -> list[DualExample]:
+        return self.items
 
     def loss(self, batch: Sequence[DualExample], step: int) -> torch.Tensor:
         """Detection BCE + disambiguation cross-entropy of one batch; the random negatives depend
@@ -206,87 +182,35 @@ class DualTrainer:
                                 device=logits.device)  # any name of a gold concept, wherever it came from
         return (torch.logsumexp(logits, dim=1) - torch.logsumexp(logits.masked_fill(~positive, -1e4), dim=1)).mean()
 
+    def optimise(self, batch: list[DualExample]) -> float:
+        loss = self.loss(batch, self.state.step)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.dual.model.parameters(), 1.0)
+        self.optimizer.step()
+        self.scheduler.step()
+        return float(loss.detach())
+
     def train(self, dev: Sequence[Document] = (),
               progress: Callable[[TrainingState, float], None] | None = None) -> Path:
-        """Train until the epochs, `max_steps` or `max_minutes` run out; returns `out`."""
-        config, state = self.config, self.state
-        started, resumed_at = time.monotonic(), state.seconds
-        every = config.eval_every or self.batches_per_epoch
-        self.dual.model.train()
-        while state.step < self.total_steps:
-            order = np.random.default_rng([config.seed, state.epoch]).permutation(len(self.examples))
-            while state.position < self.batches_per_epoch and state.step < self.total_steps:
-                start = state.position * config.batch_size
-                batch = [self.examples[i] for i in order[start: start + config.batch_size]]
-                loss = self.loss(batch, state.step)
-                self.optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(self.dual.model.parameters(), 1.0)
-                self.optimizer.step()
-                self.scheduler.step()
-                state.step += 1
-                state.position += 1
-                state.loss_history.append(float(loss.detach()))
-                state.seconds = resumed_at + time.monotonic() - started
-                if progress:
-                    progress(state, time.monotonic() - started)
-                if dev and state.step % every == 0:
-                    self._evaluate(dev)
-                if state.step % config.checkpoint_every == 0:
-                    self.save_resume_point()
-                if config.max_minutes is not None and time.monotonic() - started > 60 * config.max_minutes:
-                    return self._finish(dev)
-            if state.position >= self.batches_per_epoch:
-                state.epoch, state.position = state.epoch + 1, 0
-        return self._finish(dev)
+        """Train until the epochs, `max_steps` or `max_minutes` run out; with `dev` documents, every
+        `eval_every` steps (default: each epoch) and at the end the best dev strict F1 decides what
+        `out/` receives, with its mention threshold. Returns `out`."""
+        self._dev = dev
+        return self.run(self.dual.model, progress, bool(dev), self.config.eval_every or self.batches_per_epoch)
 
-    def _evaluate(self, dev: Sequence[Document]) -> None:
-        self.dual.model.eval()
-        f1, threshold = tune_threshold(DualLinker(self.dual, self.bundle), dev, self.config.types)
-        self.dual.model.train()
-        best = max((score for _, score, _ in self.state.evaluations), default=float("-inf"))
-        self.state.evaluations.append((self.state.step, f1, threshold))
-        if f1 > best:
-            self.out.mkdir(parents=True, exist_ok=True)
-            write_directory(self.out / BEST_DIR, lambda staging: self._save_model(staging, threshold))
+    def evaluation(self) -> tuple[float, float]:
+        return tune_threshold(DualLinker(self.dual, self.bundle), self._dev, self.config.types)
 
-    def _finish(self, dev: Sequence[Document]) -> Path:
-        if dev and (not self.state.evaluations or self.state.evaluations[-1][0] != self.state.step):
-            self._evaluate(dev)
-        self.save_resume_point()
-        self.dual.model.eval()
-        if self.state.evaluations:
-            write_files(self.out, lambda staging: copy_files(self.out / BEST_DIR, staging))
-        else:
-            write_files(self.out, lambda staging: self._save_model(staging, self.dual.settings.threshold))
-        return self.out
+    def save_model(self, directory: Path, evaluation: tuple | None) -> None:
+        threshold = self.dual.settings.threshold if evaluation is None else evaluation[1]
+        save_dual(directory, self.dual.tokenizer, self.dual.model, replace(self.dual.settings, threshold=threshold))
+        write_settings(directory, TRAINING_FILE, {**asdict(self.config), "steps": self.state.step,
+                                                  "seconds": round(self.state.seconds, 1),
+                                                  "evaluations": self.state.evaluations})
 
-    def _save_model(self, directory: Path, threshold: float) -> None:
-        settings = replace(self.dual.settings, threshold=threshold)
-        save_dual(directory, self.dual.tokenizer, self.dual.model, settings)
-        (directory / "training.json").write_text(
-            json.dumps({**asdict(self.config), "steps": self.state.step,
-                                      "evaluations": self.state.evaluations}, indent=2), encoding="utf-8")
-
-    def save_resume_point(self) -> None:
-        def save(directory: Path) -> None:
-            save_dual(directory, self.dual.tokenizer, self.dual.model, self.dual.settings)
-            torch.save({"state": asdict(self.state), "optimizer": self.optimizer.state_dict(),
-                        "scheduler": self.scheduler.state_dict(), "rng": rng_states(),
-                        "examples": len(self.examples)}, directory / STATE_FILE)
-
-        self.out.mkdir(parents=True, exist_ok=True)
-        write_directory(self.out / RESUME_DIR, save)
-
-    def _load_state(self, directory: Path) -> None:
-        saved = torch.load(directory / STATE_FILE, weights_only=False)
-        if saved["examples"] != len(self.examples):
-            raise BabelinkError(f"{directory}: was trained on {saved['examples']:,} segments, this run has "
-                                f"{len(self.examples):,}; resume with the same data or use a new --out")
-        self.optimizer.load_state_dict(saved["optimizer"])
-        self.scheduler.load_state_dict(saved["scheduler"])
-        self.state = TrainingState(**saved["state"])
-        set_rng_states(saved["rng"])
+    def data_identity(self) -> dict[str, int]:
+        return {"segments": len(self.items)}
 
 
 def initial_model(init: Path, bundle: Bundle, out: Path, config: DualTrainingConfig = DualTrainingConfig()) -> Path:
