@@ -248,7 +248,7 @@ def train_dual(
     types: LearnTypesOption = None,
     epochs: EpochsOption = 5,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Segments per step.")] = 4,
-    learning_rate: EncoderRateOption = 3e-5,
+    learning_rate: EncoderRateOption = 1e-4,
     head_learning_rate: Annotated[float, typer.Option("--head-lr", help="Span scorer learning rate.")] = 1e-3,
     hard_negatives: Annotated[int, typer.Option(
         "--hard-negatives", min=0, help="Nearest wrong names per mention (004 §3.2).")] = 8,

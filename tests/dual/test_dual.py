@@ -17,7 +17,7 @@ from babelink.errors import BabelinkError, BundleError, InvalidInputError
 from babelink.formats.document import Annotation, Document
 from babelink.kb.base import KnowledgeBaseBuilder
 from babelink.link.linker import Linker
-from babelink.train.dual import DualTrainer, DualTrainingConfig, examples, initial_model
+from babelink.train.dual import DualTrainer, DualTrainingConfig, examples, focal_span_loss, initial_model
 
 CONCEPTS = {"C1": ["fever", "pyrexia"], "C2": ["asthma", "bronchial asthma"], "C3": ["diabetes", "diabetes mellitus"],
             "C4": ["headache", "cephalalgia"]}
@@ -106,6 +106,15 @@ def test_segments_keep_exact_offsets_in_unspaced_and_right_to_left_scripts(untra
     linked = DualLinker(untrained, bundle, threshold=0.0).link([Document("d", text)])[0]
     assert linked.mentions
     assert all(text[m.start: m.end] == m.text and m.detector == "dual" for m in linked.mentions)
+
+
+def test_focal_detection_loss_keeps_the_weight_on_hard_negatives():
+    labels = torch.tensor([1.0, 0.0, 0.0])
+    easy = focal_span_loss(torch.tensor([3.0, -3.0, -6.0]), labels)
+    hard = focal_span_loss(torch.tensor([3.0, 3.0, -6.0]), labels)
+    assert hard > 20 * easy  # one confident false span outweighs everything else
+    plain = torch.nn.functional.binary_cross_entropy_with_logits(torch.tensor([0.0]), torch.tensor([1.0]))
+    assert focal_span_loss(torch.tensor([0.0]), torch.tensor([1.0])).item() == pytest.approx(0.25 * 0.25 * plain.item())
 
 
 def test_word_range_covers_the_words_a_span_overlaps():
