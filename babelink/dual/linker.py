@@ -68,8 +68,8 @@ def document_segments(model: DualModel, documents: Sequence[Document]) -> list[S
 
 def word_range(tokens: Sequence[Token], start: int, end: int) -> tuple[int, int] | None:
     """(first, last) indexes of the words overlapping characters start–end (None: none do)."""
-    first = bisect_right([token.end for token in tokens], start)
-    last = bisect_left([token.start for token in tokens], end) - 1
+    first = bisect_right(tokens, start, key=lambda token: token.end)
+    last = bisect_left(tokens, end, key=lambda token: token.start) - 1
     return (first, last) if first <= last else None
 
 
@@ -126,8 +126,10 @@ class DualLinker:
         for segment in document_segments(self.model, documents):
             low, high = segment.offset + segment.tokens[0].start, segment.offset + segment.tokens[-1].end
             for number, annotation in enumerate(documents[segment.document].annotations):
+                if not low <= annotation.start < high:
+                    continue
                 words = word_range(segment.tokens, annotation.start - segment.offset, annotation.end - segment.offset)
-                if low <= annotation.start < high and words is not None:
+                if words is not None:
                     placed.setdefault(segment, []).append((number, *words))
         for batch in self._batches(list(placed)):
             entries = [(row, *entry) for row, segment in enumerate(batch) for entry in placed[segment]]

@@ -152,8 +152,9 @@ class DualModel:
         starts, ends = starts.to(self.device), ends.to(self.device)
         valid = ends.unsqueeze(0) < batch.words.unsqueeze(1)
         rows = batch.first.shape[0]
+        first = batch.first[:, starts]
         logits = span_logits(batch.hidden, self.model.span_weights, self.model.span_bias,
-                             batch.first[:, starts], torch.maximum(batch.first[:, starts], batch.last[:, ends]))
+                             first, torch.maximum(first, batch.last[:, ends]))
         return ScoredSpans(starts, ends, valid, logits.reshape(rows, -1))
 
     def mention_vectors(self, batch: EncodedBatch, rows: torch.Tensor, first_words: torch.Tensor,
