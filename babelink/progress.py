@@ -55,7 +55,12 @@ class ProgressLines:
         self.last = now
         started, first = self.origin
         rate = (done - first) / (now - started) if now > started else 0.0
-        line = f"babelink: {stage}: {done:,}" + (f"/{total:,}" if total else "") + f" ({rate:,.0f}/s"
+        line = f"babelink: {stage}: {done:,}" + (f"/{total:,}" if total else "") + f" ({_rate(rate)}/s"
         if total and rate and not finished:
             line += f", about {(total - done) / rate:,.0f} s left"
         print(line + ")", file=sys.stderr, flush=True)
+
+
+def _rate(per_second: float) -> str:
+    """Three significant figures at most, so a slow step (a training step every 5 s) is not "0/s"."""
+    return f"{per_second:,.0f}" if per_second >= 100 else f"{per_second:.3g}"

@@ -30,3 +30,13 @@ def test_the_last_count_and_a_new_stage(capsys):
     progress("linking", 20, None)
     assert capsys.readouterr().err.splitlines() == ["babelink: reading: 50/50 (25/s)",
                                                     "babelink: linking: 20 (2/s)"]
+
+
+def test_a_slow_rate_keeps_its_significant_figures(capsys):
+    now = [0.0]
+    progress = ProgressLines(every=10.0, clock=lambda: now[0])
+    progress("training steps, loss 4.1374", 1, 310)
+    now[0] = 40.0
+    progress("training steps, loss 3.9", 9, 310)
+    line = "babelink: training steps, loss 3.9: 9/310 (0.2/s, about 1,505 s left)"
+    assert capsys.readouterr().err.splitlines() == [line]

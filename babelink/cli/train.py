@@ -26,7 +26,7 @@ app = typer.Typer(no_args_is_help=True,
 
 def _progress(progress):
     """A trainer's `(step, total, loss)` callback drawn on a `progress_bar`."""
-    return lambda step, total, loss: progress(f"step {step:,}/{total:,} loss {loss:.4f}", step, total)
+    return lambda step, total, loss: progress(f"training steps, loss {loss:.4f}", step, total)
 
 
 @app.command("sap")
@@ -289,9 +289,8 @@ def train_dual(
                f"mentions of KB concepts; {trainer.total_steps:,} steps", err=True)
     started = time.monotonic()
     with progress_bar("training") as progress:
-        trainer.train(dev_documents, lambda state, _: progress(
-            f"step {state.step:,}/{trainer.total_steps:,} loss {state.loss_history[-1]:.4f}", state.step,
-            trainer.total_steps))
+        report = _progress(progress)
+        trainer.train(dev_documents, lambda state, _: report(state.step, trainer.total_steps, state.loss_history[-1]))
     for step, f1, threshold in trainer.state.evaluations:
         typer.echo(f"dev strict F1 {f1:.4f} at step {step:,} (mention threshold {threshold})", err=True)
     typer.echo(f"wrote {out} in {time.monotonic() - started:,.0f} s", err=True)
