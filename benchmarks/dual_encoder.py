@@ -18,8 +18,9 @@ trained the same way with random negatives only (`--hard-negatives 0 --random-ne
 
 `--mantra`: leave-one-language-out on Mantra GSC (open-umls). Each language's documents are split
 in halves (seeded); a model is trained on the first halves of all three languages (80% train,
-20% dev for γ), and one per language X on the first halves of the other two only; every model
-is tested on the second halves, next to the default span pipeline on the same documents.
+20% dev for γ) plus QUAERO train (French), and one per language X without X's documents (for
+French: without QUAERO too); every model is tested on the second halves, next to the default
+span pipeline on the same documents.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import random
 import sys
 import tempfile
 import time
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from end_to_end import CORPORA, _in_child, _peak_rss_mb, documents, gold, predictions
@@ -45,6 +46,7 @@ from babelink.link.documents import LinkParams
 from babelink.link.linker import Linker
 
 MANTRA = {"en": "English", "es": "Spanish", "fr": "French"}
+QUAERO_TRAIN = ("quaero/corpus/train/EMEA", "quaero/corpus/train/MEDLINE")
 NER_LINK_THRESHOLD = 0.96  # the NER pipeline's dev-chosen link threshold (benchmarks/log/end-to-end.md)
 
 
@@ -105,8 +107,14 @@ def mantra_split(data: Path, lang: str) -> tuple[list, list]:
     return docs[: len(docs) // 2], docs[len(docs) // 2:]
 
 
+def quaero_train(data: Path) -> list:
+    """QUAERO train (French MEDLINE titles and EMEA leaflets), the recipe's extra French documents."""
+    return [replace(d, lang="fr") for part in QUAERO_TRAIN for d in read_documents(data / "bench" / part)]
+
+
 def mantra_step(data: str, left_out: str | None, minutes: float) -> dict:
-    """Train on the first halves of every language but `left_out` (None: all), test on every second half."""
+    """Train on the first halves of every language but `left_out` (None: all) and, unless French is
+    left out, on QUAERO train; test on every second half."""
     from babelink.encoders import resolve_checkpoint
     from babelink.train.dual import DualTrainer, DualTrainingConfig
 
@@ -117,6 +125,7 @@ def mantra_step(data: str, left_out: str | None, minutes: float) -> dict:
         if lang != left_out:
             cut = int(0.8 * len(first))
             train, dev = train + first[:cut], dev + first[cut:]
+    train += quaero_train(Path(data)) if left_out != "fr" else []
     config = DualTrainingConfig(epochs=20, batch_size=8, max_minutes=minutes, eval_every=50)
     with tempfile.TemporaryDirectory() as scratch:
         started = time.monotonic()
@@ -138,12 +147,35 @@ def mantra_baseline_step(data: str) -> dict:
             for lang, (_, second) in ((lang, mantra_split(Path(data), lang)) for lang in MANTRA)}
 
 
+#: The MEDIC recipe's data; `_command` adds the options a model's `training.json` says differed from the defaults.
+MEDIC_RECIPE = ("babelink train dual --bundle <ctd-medic bundle> --train NCBItrainset_corpus.txt "
+                "--train CDR_TrainingSet.PubTator.txt --dev NCBIdevelopset_corpus.txt "
+                "--dev CDR_DevelopmentSet.PubTator.txt")
+TRAINING_OPTIONS = {"epochs": "--epochs", "batch_size": "--batch-size", "learning_rate": "--lr",
+                    "head_learning_rate": "--head-lr", "hard_negatives": "--hard-negatives",
+                    "random_negatives": "--random-negatives", "pooling": "--pooling",
+                    "max_span_words": "--max-span-words", "max_minutes": "--max-minutes", "max_steps": "--max-steps",
+                    "eval_every": "--eval-every", "seed": "--seed"}
+
+
 def _training_note(model: str) -> str:
+    """Steps, time, negatives, the dev choice, and the command that trained the model."""
     found = json.loads((Path(model) / "training.json").read_text())
     best = max(found["evaluations"], key=lambda e: e[1]) if found["evaluations"] else None
     chosen = f"; best dev strict F1 {best[1]:.3f} at step {best[0]:,}, γ = {best[2]}" if best else ""
     return (f"{found['steps']:,} steps in {found.get('seconds', 0) / 60:.0f} min, lr {found['learning_rate']}, "
-            f"{found['hard_negatives']} hard + {found['random_negatives']} random negatives per mention{chosen}")
+            f"{found['hard_negatives']} hard + {found['random_negatives']} random negatives per mention{chosen}; "
+            f"`{_command(found)}`")
+
+
+def _command(found: dict) -> str:
+    from babelink.train.dual import DualTrainingConfig
+
+    defaults = asdict(DualTrainingConfig())
+    options = [f"{option} {found[field]:g}" if isinstance(found[field], float) else f"{option} {found[field]}"
+               for field, option in TRAINING_OPTIONS.items() if found.get(field) != defaults[field]]
+    options += [f"--types {entity_type}" for entity_type in found["types"] or ()]
+    return " ".join([MEDIC_RECIPE, *options])
 
 
 def medic_report(data: Path, args) -> list[str]:
