@@ -43,18 +43,6 @@ class Segment:
     tokens: tuple[Token, ...]
 
 
-@dataclass(eq=False)  # identity hashing: `DualLinker._resolved` keys on detections
-class Detection:
-    """A span above the mention threshold: offsets into the whole document, p(m) and its vector."""
-
-    document: int
-    start: int
-    end: int
-    text: str
-    score: float  # p(m): what overlap resolution compares
-    vector: np.ndarray
-
-
 @dataclass
 class Proposal:
     """A span above the mention threshold; offsets into the whole document."""
@@ -98,24 +86,15 @@ class DualLinker:
         self.generator = DenseGenerator(bundle.kb, bundle.names, bundle.dense, None, allowed=allowed)
 
     def link(self, documents: Sequence[Document]) -> list[LinkedDocument]:
-        kept = self._resolved(self.detect(documents, self.threshold), len(documents))
         return [LinkedDocument(document.id, document.text, tuple(
-            LinkedMention(p.start, p.end, p.text, tuple(p.candidates), detector=DETECTOR) for p in found))
-            for document, found in zip(documents, kept)]
+            LinkedMention(p.start, p.end, p.text, tuple(p.candidates), detector=DETECTOR)
+            for p in resolve_overlaps(found, "best")))
+            for document, found in zip(documents, self.proposals(documents, self.threshold))]
 
     def proposals(self, documents: Sequence[Document], threshold: float) -> list[list[Proposal]]:
         """Per document, every span with p(m) above `threshold` and its ranked concepts, before
         overlap resolution (dev tuning reads them once for several thresholds)."""
-        detected = self.detect(documents, threshold)
         found: list[list[Proposal]] = [[] for _ in documents]
-        for detection, proposal in zip(detected, self._ranked(detected)):
-            if proposal is not None:
-                found[detection.document].append(proposal)
-        return found
-
-    def detect(self, documents: Sequence[Document], threshold: float) -> list[Detection]:
-        """Every span with p(m) above `threshold` and its mention vector, one pass per segment."""
-        found: list[Detection] = []
         for batch in self._batches(document_segments(self.model, documents)):
             with torch.inference_mode():
                 encoded = self.model.encode([[token.text for token in segment.tokens] for segment in batch])
@@ -123,46 +102,21 @@ class DualLinker:
                 probabilities = torch.sigmoid(spans.logits).masked_fill(~spans.valid, 0.0)
                 rows, positions = (probabilities > threshold).nonzero(as_tuple=True)
                 first, last = spans.starts[positions], spans.ends[positions]
-                vectors = self.model.mention_vectors(encoded, rows, first, last).cpu().numpy()
-            for row, a, b, p_mention, vector in zip(rows.tolist(), first.tolist(), last.tolist(),
-                                                    probabilities[rows, positions].tolist(), vectors):
-                segment = batch[row]
-                start, end = segment.tokens[a].start, segment.tokens[b].end
-                found.append(Detection(segment.document, segment.offset + start, segment.offset + end,
-                                       segment.text[start:end], p_mention, vector))
+                vectors = self.model.mention_vectors(encoded, rows, first, last)
+            self._collect(batch, rows.tolist(), first.tolist(), last.tolist(),
+                          probabilities[rows, positions].tolist(), vectors.cpu().numpy(), found)
         return found
 
-    def _resolved(self, detected: list[Detection], documents: int) -> list[list[Proposal]]:
-        """Per document, the mentions left after overlap resolution by p(m), searching only the
-        spans that win it: a winner without an acceptable concept drops out and the resolution
-        runs again without it. Greedy resolution ignores the spans it skips, so this keeps exactly
-        what resolving the ranked proposals of every span would keep, at a fraction of the searches."""
-        by_document: dict[int, list[Detection]] = {}
-        for detection in detected:
-            by_document.setdefault(detection.document, []).append(detection)
-        ranked: dict[Detection, Proposal | None] = {}
-        while True:
-            winners = {document: resolve_overlaps([d for d in spans if ranked.get(d, True) is not None], "best")
-                       for document, spans in by_document.items()}
-            fresh = [d for spans in winners.values() for d in spans if d not in ranked]
-            if not fresh:
-                break
-            ranked.update(zip(fresh, self._ranked(fresh)))
-        return [[ranked[d] for d in winners.get(document, ())] for document in range(documents)]
-
-    def _ranked(self, detected: list[Detection]) -> list[Proposal | None]:
-        """Each detection's proposal: its ranked concepts, or None when none is acceptable."""
-        if not detected:
-            return []
-        vectors = np.stack([d.vector for d in detected])
-        ranked = self.generator.search(vectors, self.params.top_k, [written_in_capitals(d.text) for d in detected])
-        proposals: list[Proposal | None] = []
-        for detection, candidates in zip(detected, ranked):
-            candidates = self._with_probabilities(candidates, detection.score)
-            acceptable = candidates and (candidates[0].probability or 0.0) >= self.params.min_probability
-            proposals.append(Proposal(detection.start, detection.end, detection.text, candidates, detection.score)
-                             if acceptable else None)
-        return proposals
+    def _collect(self, batch: list[Segment], rows: list[int], first: list[int], last: list[int],
+                 probabilities: list[float], vectors: np.ndarray, found: list[list[Proposal]]) -> None:
+        texts = [batch[row].text[batch[row].tokens[a].start: batch[row].tokens[b].end]
+                 for row, a, b in zip(rows, first, last)]
+        ranked = self.generator.search(vectors, self.params.top_k, [written_in_capitals(t) for t in texts])
+        for row, a, text, p_mention, candidates in zip(rows, first, texts, probabilities, ranked):
+            candidates = self._with_probabilities(candidates, p_mention)
+            if candidates and (candidates[0].probability or 0.0) >= self.params.min_probability:
+                start = batch[row].offset + batch[row].tokens[a].start
+                found[batch[row].document].append(Proposal(start, start + len(text), text, candidates, p_mention))
 
     def disambiguate(self, documents: Sequence[Document]) -> list[list[list[Candidate]]]:
         """Ranked concepts for each annotation of each document (its span given, 004 §4), all the

@@ -9,7 +9,6 @@ import torch
 from safetensors.torch import load_file
 
 from babelink.bundle.store import build_bundle, load_bundle
-from babelink.detect.overlaps import resolve_overlaps
 from babelink.detect.tokenize import tokenize
 from babelink.dual.linker import DualLinker, document_segments, word_range
 from babelink.dual.model import DualModel
@@ -17,7 +16,6 @@ from babelink.dual.spans import boundary_pooled, enumerate_spans, mean_pooled, s
 from babelink.errors import BabelinkError, BundleError, InvalidInputError
 from babelink.formats.document import Annotation, Document
 from babelink.kb.base import KnowledgeBaseBuilder
-from babelink.link.documents import LinkParams
 from babelink.link.linker import Linker
 from babelink.train.dual import DualTrainer, DualTrainingConfig, examples, focal_span_loss, initial_model
 
@@ -177,18 +175,6 @@ def test_linker_links_and_disambiguates_in_one_pass(untrained, bundle):
                for found in answers for candidates in found)
     record = linker.link_documents([Document("x", "fever and asthma")])[0].to_dict()
     assert record["provenance"]["bundle"] and all(m["detector"] == "dual" for m in record["mentions"])
-
-
-def test_linking_searches_only_the_winning_spans_and_keeps_what_ranking_every_span_would(untrained, bundle):
-    every = DualLinker(untrained, bundle, threshold=0.0).proposals(DOCUMENTS, 0.0)
-    tops = sorted(p.candidates[0].probability for found in every for p in found)
-    strict = DualLinker(untrained, bundle, LinkParams(min_probability=tops[len(tops) // 2]), threshold=0.0)
-    ranked = strict.proposals(DOCUMENTS, 0.0)
-    assert sum(map(len, ranked)) < len(tops)  # some spans have no acceptable concept
-    expected = [[(p.start, p.end, p.candidates[0].concept_id) for p in resolve_overlaps(found, "best")]
-                for found in ranked]
-    assert [[(m.start, m.end, m.concept.concept_id) for m in document.mentions]
-            for document in strict.link(DOCUMENTS)] == expected
 
 
 def test_the_span_pipeline_has_no_one_pass_disambiguation(bundle):
