@@ -9,11 +9,15 @@ from pathlib import Path
 
 from babelink.bundle.store import FORMAT_VERSION, MANIFEST, build_bundle
 
+#: Bumped whenever `build_default_kb` yields other content (2: concepts joined across sources),
+#: so a cached default bundle from before is not reused.
+DEFAULT_KB_REVISION = 2
+
 
 def default_bundle_path() -> Path:
     from babelink.home import babelink_home
 
-    return babelink_home() / "bundles" / f"default-{version('babelink')}-f{FORMAT_VERSION}"
+    return babelink_home() / "bundles" / f"default-{version('babelink')}-f{FORMAT_VERSION}-k{DEFAULT_KB_REVISION}"
 
 
 def default_bundle() -> Path:

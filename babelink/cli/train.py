@@ -244,7 +244,9 @@ def train_dual(
         "--out", "-o", help="Output model directory (resumes from out/resume/ when present).")],
     dev: Annotated[list[Path] | None, typer.Option(
         "--dev", help="Annotated dev documents (repeat): choose the checkpoint and mention threshold.")] = None,
-    init: InitOption = "default",
+    init: Annotated[str, typer.Option("--init", help=(
+        "'default' (bundled multilingual-e5-small), a checkpoint directory, or a dual encoder to go on "
+        "training (its span scorer is kept)."))] = "default",
     types: LearnTypesOption = None,
     epochs: EpochsOption = 5,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Segments per step.")] = 4,

@@ -17,6 +17,8 @@ from babelink.errors import InputFormatError
 from babelink.kb.base import KnowledgeBase, KnowledgeBaseBuilder
 from babelink.kb.io import iter_lines
 
+#: Term types of the synonyms kept: EXACT ones are the term's own names, RELATED ones only near it.
+SYNONYM_TERM_TYPES = {"EXACT": "SY", "RELATED": "RT"}
 # synonym: "text with \" escapes" SCOPE [optional_type] [dbxrefs] {optional modifiers}
 _SYNONYM = re.compile(r'"((?:[^"\\]|\\.)*)"\s+(EXACT|RELATED|BROAD|NARROW)(?:\s+([^\s\[]+))?\s*\[')
 _ESCAPE = re.compile(r"\\(.)")
@@ -120,7 +122,7 @@ def _stanzas(lines: Iterable[tuple[int, str]], path: str | Path) -> Iterator[Obo
 
 
 def add_obo_terms(builder: KnowledgeBaseBuilder, terms: Iterable[OboTerm], *, source: str, lang: str = "en") -> None:
-    """Label and EXACT/RELATED synonyms of each live term (BROAD/NARROW name other concepts,
+    """Label (`PT`) and EXACT (`SY`) and RELATED (`RT`) synonyms of each live term (BROAD/NARROW name other concepts,
     `obsolete_synonym`s are retired names); xrefs kept (`UMLS:C…` among them). An obsolete term
     only lends its id, as an alternative ID, to its single `replaced_by` successor."""
     for term in terms:
@@ -128,10 +130,9 @@ def add_obo_terms(builder: KnowledgeBaseBuilder, terms: Iterable[OboTerm], *, so
             if len(term.replaced_by) == 1:
                 builder.add_concept(term.replaced_by[0], alt_ids=[term.id])
             continue
-        synonyms = [s.text for s in term.synonyms if s.scope in ("EXACT", "RELATED") and s.type != "obsolete_synonym"]
-        builder.add_names(
-            term.id, [(term.name or "", "PT"), *((text, "SY") for text in synonyms)], lang=lang, source=source
-        )
+        synonyms = [(s.text, SYNONYM_TERM_TYPES[s.scope]) for s in term.synonyms
+                    if s.scope in SYNONYM_TERM_TYPES and s.type != "obsolete_synonym"]
+        builder.add_names(term.id, [(term.name or "", "PT"), *synonyms], lang=lang, source=source)
         builder.add_concept(term.id, xrefs=term.xrefs, alt_ids=term.alt_ids)
 
 

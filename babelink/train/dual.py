@@ -29,11 +29,11 @@ import numpy as np
 import torch
 
 from babelink.bundle.store import Bundle
-from babelink.checkpoint import write_settings
+from babelink.checkpoint import load_with_head, write_settings
 from babelink.detect.overlaps import resolve_overlaps
 from babelink.detect.tokenize import tokenize
 from babelink.dual.linker import DualLinker, word_range
-from babelink.dual.model import DualEncoder, DualModel, DualSettings, save_dual
+from babelink.dual.model import HEAD_FILE, DualEncoder, DualModel, DualSettings, save_dual
 from babelink.errors import BabelinkError, InvalidInputError
 from babelink.eval.metrics import span_scores
 from babelink.formats.document import Document
@@ -233,7 +233,9 @@ def focal_span_loss(logits: torch.Tensor, labels: torch.Tensor, gamma: float = 2
 
 def initial_model(init: Path, bundle: Bundle, out: Path, config: DualTrainingConfig = DualTrainingConfig()) -> Path:
     """Write (atomically) an untrained dual encoder at `out`: the checkpoint `init` with a fresh
-    head, bound to `bundle`'s name vectors."""
+    head, bound to `bundle`'s name vectors. When `init` is itself a dual encoder, its span scorer
+    and Eq. 1 projection are kept: a model trained on one corpus, KB or language goes on learning
+    another (its γ is chosen again on the new dev documents)."""
     write_directory(out, lambda staging: _initialise(staging, init, bundle, config))
     return out
 
@@ -248,6 +250,10 @@ def _initialise(staging: Path, init: Path, bundle: Bundle, config: DualTrainingC
                             pooling=config.pooling, scale=config.scale,
                             entity_encoder={"name": built.get("name"), "fingerprint": built.get("fingerprint"),
                                             "dimension": bundle.dense.dimension})
+    if (Path(init) / HEAD_FILE).is_file():
+        tokenizer, model = load_with_head(Path(init), DualEncoder, HEAD_FILE, "dual encoder")
+        save_dual(staging, tokenizer, model, settings)
+        return
     try:
         encoder = AutoModel.from_pretrained(init, local_files_only=True)
         tokenizer = AutoTokenizer.from_pretrained(init, local_files_only=True)

@@ -3,6 +3,7 @@ segments with exact offsets in any script; training that learns and resumes bit-
 a model refused by a bundle whose name vectors it was not trained against."""
 
 import json
+from dataclasses import replace
 
 import pytest
 import torch
@@ -164,6 +165,17 @@ def test_dev_documents_choose_the_checkpoint_and_its_threshold(tiny_encoder_dir,
     best_step, best_f1, best_threshold = max(trainer.state.evaluations, key=lambda e: e[1])
     assert DualModel(tmp_path / "m").settings.threshold == best_threshold
     assert 0.0 <= best_f1 <= 1.0 and best_step <= 20
+
+
+def test_a_dual_encoder_as_init_keeps_its_span_scorer(tiny_encoder_dir, bundle, tmp_path):
+    DualTrainer(tiny_encoder_dir, bundle, DOCUMENTS, tmp_path / "first", replace(CONFIG, max_steps=4)).train()
+    first = DualModel(tmp_path / "first")
+    again = DualModel(initial_model(tmp_path / "first", bundle, tmp_path / "again", CONFIG))
+    assert first.model.span_weights.abs().sum() > 0
+    assert torch.equal(again.model.span_weights, first.model.span_weights)
+    assert torch.equal(again.model.boundary.weight, first.model.boundary.weight)
+    fresh = DualModel(initial_model(tiny_encoder_dir, bundle, tmp_path / "fresh", CONFIG))
+    assert not fresh.model.span_weights.any()
 
 
 def test_linker_links_and_disambiguates_in_one_pass(untrained, bundle):

@@ -222,7 +222,7 @@ def test_hpo_terms(tmp_path):
     assert names_of(kb, "HP:0000003") == [
         ("Multicystic kidney dysplasia", "en", "PT", True),
         ("Multicystic dysplastic kidney", "en", "SY", False),
-        ("Cystic kidneys", "en", "SY", False),
+        ("Cystic kidneys", "en", "RT", False),
     ]
     assert "UMLS:C3714581" in concept(kb, "HP:0000003")["xrefs"]
     assert kb.resolve("HP:0004715") == kb.resolve("HP:0000057") == "HP:0000003"
@@ -345,6 +345,9 @@ def test_real_default_kb(real_kb):
     assert kb.preferred_name("MESH:D003924") == "Diabetes Mellitus, Type 2"
     assert kb.resolve("DRUGBANK:DB00281") == "MESH:D008012"  # lidocaine merged into its MeSH descriptor
     assert "HP:0000057" not in kb  # obsolete
+    assert kb.resolve("MESH:D006973") == "HP:0000822"  # Hypertension: HPO label = MeSH heading, one to one
+    assert kb.resolve("ICD10:Q21.1") == "HP:0001631"  # Atrial septal defect: HPO's ICD-10 cross-reference
+    assert kb.resolve("HP:0001655") == "HP:0001655"  # Patent foramen ovale cites Q21.1 too: not joined
 
 
 def test_real_default_kb_one_language(real_kb):

