@@ -90,6 +90,7 @@ HEADLINES = (
     Headline("Dense index at scale", "speed", "dense_scale.py", "bytes/name"),
     Headline("Adding names without a rebuild", "speed", "update_speed.py", "seconds",
              summary=Summary("step", "seconds", ("update with",), "full build")),
+    Headline("Embedded default KB joined across sources", "normalization", "default_kb.py", ""),
     Headline("Filters inside retrieval", "speed", "filter_retrieval.py", "recall@5",
              summary=Summary("system", "recall@5", ("in retrieval",), "post-filter", key="filter")),
     Headline("Serving under load", "serving", "serve_load.py", "requests/s"),
