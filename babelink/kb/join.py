@@ -6,7 +6,8 @@ linked by evidence the vocabularies themselves carry:
 
 - **cross-references** (`crosswalk_links`): a concept's xref names another concept of the KB
   (HPO's `ICD-10:Q21.1` → `ICD10:Q21.1`), or two concepts share a foreign code (`UMLS:C…`);
-- **one-to-one names** (`one_to_one_name_links`): a concept's label equals, case aside, the label or
+- **one-to-one names** (`one_to_one_name_links`): a concept's label equals, once normalised
+  (`text.normalize_name`: case, Unicode forms, punctuation), the label or
   an exact synonym of exactly one concept of another vocabulary, and nothing else of either
   vocabulary carries that string (HPO's EXACT synonym "Cardiomyopathy, Hypertrophic" is MeSH's heading).
 
@@ -30,6 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from babelink.kb.base import KnowledgeBase
+from babelink.text import normalize_name
 
 #: Spellings of one vocabulary in IDs and xrefs, after upper-casing and dropping `-`, `_` and spaces.
 VOCABULARY_ALIASES = {"MSH": "MESH", "HPO": "HP"}
@@ -103,12 +105,12 @@ def one_to_one_name_links(
     carriers: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
     names = kb.names.filter(pc.is_in(kb.names.column("term_type"), value_set=pa.array(list(exact_term_types))))
     for concept_id, name in zip(names.column("concept_id").to_pylist(), names.column("name").to_pylist()):
-        if (vocabulary := vocabulary_of(concept_id)) in wanted:
-            carriers[name.casefold()][vocabulary].add(concept_id)
+        if (vocabulary := vocabulary_of(concept_id)) in wanted and (key := normalize_name(name)):
+            carriers[key][vocabulary].add(concept_id)
     links: set[tuple[str, str]] = set()
     for concept_id, preferred in zip(kb.concepts.column("concept_id").to_pylist(),
                                      kb.concepts.column("preferred_name").to_pylist()):
-        by_vocabulary = carriers.get(preferred.casefold(), {})
+        by_vocabulary = carriers.get(normalize_name(preferred), {})
         own = vocabulary_of(concept_id)
         if by_vocabulary.get(own) != {concept_id}:
             continue
