@@ -44,6 +44,7 @@ from babelink.retrieve.generators import (
 from babelink.retrieve.switching import SwitchingGenerator
 from babelink.retrieve.translation import TranslatingGenerator
 from babelink.translate import Renderer, english_words, read_lexicons
+from babelink.translate.mining import mine_lexicon
 
 SETS = {"open-umls": ("xlbel", "mantra", "quaero"), "ctd-medic": ("ncbi", "bc5cdr")}
 #: Translation lexicons of `hybrid + translations` (under the shared data), and the sets it runs on.
@@ -62,6 +63,9 @@ SYSTEMS = {
     "hybrid": "babelink default: sparse and dense cosines fused (weights from dev data)",
     "hybrid + translations": "hybrid, each mention also searched through its English renderings by the MUSE "
     "lexicons (`build --translations ../shared/data/translations/muse`), language guessed; open-umls sets only",
+    "hybrid + KB-mined translations": "hybrid, each mention also searched through its English renderings by a "
+    "lexicon mined from the KB's own names (`build --translations-from-kb`, what the embedded default does), "
+    "language guessed; open-umls sets only",
     "hybrid + spans": "hybrid behind index switching, labeled-span index from the corpus's train split",
     "hybrid + spans + abbreviations": "the same, short forms defined in the mention's document searched as their "
     "long form",
@@ -112,9 +116,9 @@ def _generator(bundle, system: str, data: Path, set_name: str, scratch: str, tun
                                    HybridParams(dense_weight=tuned["dense_weight"]))
     if system == "hybrid":
         return kb_generator
-    if system == "hybrid + translations":
-        renderer = Renderer(read_lexicons([data / LEXICONS]), english_words(bundle.kb))
-        return TranslatingGenerator(kb_generator, renderer, bundle.names)
+    if "translations" in system:
+        lexicon = mine_lexicon(bundle.kb) if "KB-mined" in system else read_lexicons([data / LEXICONS])
+        return TranslatingGenerator(kb_generator, Renderer(lexicon, english_words(bundle.kb)), bundle.names)
     documents = augment.read_annotated(data / "bench" / TRAIN_FILES[set_name])
     spans = augment.span_kb(documents, bundle.kb)
     spans_bundle = load_bundle(build_bundle(spans, Path(scratch) / set_name, retriever="hybrid",
@@ -130,7 +134,7 @@ def system_step(bundle_path: str, system: str, data: str, set_names: tuple[str, 
     for set_name in set_names:
         if system.startswith("hybrid + spans") and set_name not in TRAIN_FILES:
             continue
-        if system == "hybrid + translations" and set_name not in TRANSLATED_SETS:
+        if "translations" in system and set_name not in TRANSLATED_SETS:
             continue
         query_set = {
             "xlbel": lambda: benchmark.xlbel_set(Path(data), bundle.kb),
@@ -169,7 +173,8 @@ def report(builds: dict, runs: dict) -> str:
                      f"{b['kb_load_s']:.2f} | {rss} |")
     lines += [
         "",
-        "Systems: " + "; ".join(f"**{name}**: {what}" for name, what in SYSTEMS.items()) + ".",
+        "Systems: " + "; ".join(f"**{name}**: {what}" for name, what in SYSTEMS.items()
+                                if any(name in systems for systems in runs.values())) + ".",
         "",
         (
             "| set | KB | in-KB queries / read | system | Acc@1 | Acc@5 | MAP | mentions/s | × sparse speed "
@@ -218,6 +223,8 @@ def main() -> None:
                         help="hybrid fusion weight (default: the library's; another one tuned on dev for --encoder)")
     parser.add_argument("--switch-threshold", type=float, default=DEFAULT_SWITCH_THRESHOLD,
                         help="index-switch threshold (default: the library's; another one tuned on dev for --encoder)")
+    parser.add_argument("--systems", nargs="+", choices=list(SYSTEMS), metavar="SYSTEM",
+                        help="only these systems, quoted (default: all)")
     args = arguments(parser.description, parser)
     tuned = {"dense_weight": args.dense_weight, "switch_threshold": args.switch_threshold}
     if not (args.data / "READY").is_file():
@@ -227,7 +234,7 @@ def main() -> None:
         builds[kb_name] = _in_child(build_step, str(args.data), kb_name, args.encoder)
         print(f"built {kb_name}: {builds[kb_name]}", file=sys.stderr)
         runs[kb_name] = {}
-        for system in SYSTEMS:
+        for system in args.systems or SYSTEMS:
             runs[kb_name][system] = _in_child(
                 system_step, builds[kb_name]["path"], system, str(args.data), SETS[kb_name], tuned
             )

@@ -9,15 +9,15 @@ from pathlib import Path
 
 from babelink.bundle.store import FORMAT_VERSION, MANIFEST, build_bundle
 
-#: Bumped whenever `build_default_kb` yields other content (2: concepts joined across sources),
-#: so a cached default bundle from before is not reused.
-DEFAULT_KB_REVISION = 2
+#: Bumped whenever the default bundle's content changes (2: concepts joined across sources;
+#: 3: a lexicon mined from its names), so a cached default bundle from before is not reused.
+DEFAULT_BUNDLE_REVISION = 3
 
 
 def default_bundle_path() -> Path:
     from babelink.home import babelink_home
 
-    return babelink_home() / "bundles" / f"default-{version('babelink')}-f{FORMAT_VERSION}-k{DEFAULT_KB_REVISION}"
+    return babelink_home() / "bundles" / f"default-{version('babelink')}-f{FORMAT_VERSION}-r{DEFAULT_BUNDLE_REVISION}"
 
 
 def default_bundle() -> Path:
@@ -27,11 +27,13 @@ def default_bundle() -> Path:
     if not (path / MANIFEST).is_file():
         from babelink.kb.default import SOURCES, build_default_kb
         from babelink.progress import progress_bar
+        from babelink.translate.mining import mine_lexicon
 
         print(f"babelink: building the embedded default bundle in {path} (once)", file=sys.stderr)
         sources = {label: asdict(source) for label, source in SOURCES.items()}
         with progress_bar("reading vocabularies") as progress:
             release = ", ".join(f"{source.package} {source.version}" for source in SOURCES.values())
-            build_bundle(build_default_kb(), path, progress=progress,
+            kb = build_default_kb()
+            build_bundle(kb, path, progress=progress, translations=mine_lexicon(kb),
                          kb_source={"name": "embedded-default", "version": release, "sources": sources})
     return path

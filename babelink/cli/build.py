@@ -55,6 +55,10 @@ def build(
         "--translations",
         help="Bilingual lexicons mentions are also searched through in English: en-XX.tsv files "
              "('english<TAB>foreign'), directories of them, or XX=FILE; repeat for several.")] = None,
+    translations_from_kb: Annotated[bool, typer.Option(
+        "--translations-from-kb",
+        help="Also mine a lexicon from the KB's own names in English and other languages (after --translations' "
+             "senses); how the embedded default translates.")] = False,
 ) -> None:
     """Read a KB and write a bundle (KB + TF-IDF and/or dense index + manifest)."""
     from babelink.bundle.store import DEFAULT_SWITCH_THRESHOLD, build_bundle
@@ -63,6 +67,7 @@ def build(
     from babelink.kb.readers import read_kb
     from babelink.progress import progress_bar
     from babelink.translate import read_lexicons
+    from babelink.translate.mining import lexicon_with_mined
 
     refuse_same_file(out, [kb, spans_from, dft_from], "--out")
     lexicon = read_lexicons(translations) if translations else None  # fail fast, before the KB is read
@@ -74,6 +79,8 @@ def build(
     dft = None
     if dft_from is not None:
         knowledge_base, dft = augment.apply_dft(knowledge_base, dft_from, dft_ratio, dft_seed)
+    if translations_from_kb:
+        lexicon = lexicon_with_mined(lexicon, knowledge_base)
     breadth = {name: value for name, value in (("ef_search", ef_search), ("nprobe", nprobe)) if value is not None}
     with progress_bar("indexing") as progress:
         path = build_bundle(

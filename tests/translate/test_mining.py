@@ -1,0 +1,80 @@
+"""A lexicon mined from a KB's own multilingual names: aligned words become senses, chance and
+stop words do not, unspaced scripts are left alone, and a user's lexicon keeps the lead."""
+
+from babelink.kb.base import KnowledgeBaseBuilder
+from babelink.translate import Renderer, english_words
+from babelink.translate.lexicon import Lexicon
+from babelink.translate.mining import MINED, MiningParams, lexicon_with_mined, mine_lexicon
+
+CONCEPTS = [
+    # (English name, Spanish name, Chinese name)
+    ("Essential hypertension", "Hipertensión esencial", "原发性高血压"),
+    ("Secondary hypertension", "Hipertensión secundaria", "继发性高血压"),
+    ("Portal hypertension", "Hipertensión portal", "门静脉高压"),
+    ("Arterial embolism", "Embolia arterial", "动脉栓塞"),
+    ("Arterial thrombosis", "Trombosis arterial", "动脉血栓"),
+    ("Secondary glaucoma", "Glaucoma secundario", "继发性青光眼"),
+    ("Diabetes of the kidney", "Diabetes del riñón", "肾性糖尿病"),
+]
+
+
+def kb():
+    builder = KnowledgeBaseBuilder()
+    for number, (english, spanish, chinese) in enumerate(CONCEPTS):
+        builder.add_name(f"C{number}", english, lang="en", preferred=True)
+        builder.add_name(f"C{number}", spanish, lang="es")
+        builder.add_name(f"C{number}", chinese, lang="zh")
+    builder.add_name("C9", "Hypertension", lang="en", preferred=True)
+    return builder.build()
+
+
+def test_aligned_words_become_senses_best_first():
+    lexicon = mine_lexicon(kb())
+    spanish = lexicon.entries("es")
+    assert spanish["hipertensión"][0] == "hypertension"
+    assert spanish["arterial"][0] == "arterial"
+    assert "esencial" not in spanish  # one shared concept is chance, not evidence
+    assert "del" not in spanish and not any("of" in senses for senses in spanish.values())  # stop words
+    assert lexicon.languages == ["es"]  # Chinese names have no spaces to split on
+    assert [(source.lang, source.file) for source in lexicon.sources] == [("es", MINED)]
+
+
+def test_a_stricter_association_keeps_fewer_senses():
+    loose = mine_lexicon(kb(), MiningParams(min_dice=0.1, min_concepts=1)).entries("es")
+    strict = mine_lexicon(kb(), MiningParams(min_dice=0.9, min_concepts=1)).entries("es")
+    assert loose["hipertensión"][0] == strict["hipertensión"][0] == "hypertension"
+    assert len(loose["hipertensión"]) == 3 and strict["hipertensión"] == ("hypertension",)
+    assert loose["secundaria"][0] == "secondary" and set(strict) <= set(loose)
+
+
+def test_mined_senses_render_a_mention_the_kb_names_only_in_english():
+    knowledge_base = kb()
+    renderer = Renderer(mine_lexicon(knowledge_base), english_words(knowledge_base))
+    assert "arterial hypertension" in renderer.render("hipertensión arterial", "es")
+
+
+def test_a_users_lexicon_leads_and_the_mined_senses_follow():
+    user = Lexicon({"es": {"hipertensión": ("high blood pressure",)}})
+    merged = lexicon_with_mined(user, kb())
+    assert merged.entries("es")["hipertensión"][:2] == ("high blood pressure", "hypertension")
+    assert merged.entries("es")["arterial"][0] == "arterial"
+
+
+def test_cli_build_translations_from_kb(tmp_path):
+    import json
+
+    from support import babelink
+
+    rows = [f"C{n}\t{name}\t{lang}\n" for n, (english, spanish, _) in enumerate(CONCEPTS)
+            for name, lang in ((english, "en"), (spanish, "es"))]
+    rows.append("C9\tHypertension\ten\n")
+    kb_file = tmp_path / "kb.tsv"
+    kb_file.write_text("id\tname\tlang\n" + "".join(rows), encoding="utf-8")
+    out = tmp_path / "bundle"
+    built = babelink("build", "--kb", kb_file, "--out", out, "--retriever", "sparse", "--translations-from-kb")
+    assert built.returncode == 0, built.stderr
+    assert "lexicons for es" in built.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert [source["file"] for source in manifest["translations"]["sources"]] == [MINED]
+    result = babelink("normalize", "--bundle", out, "--lang", "es", "--top-k", "1", "hipertensión")
+    assert json.loads(result.stdout)["candidates"][0]["translated"] == "hypertension"
