@@ -3,10 +3,11 @@
 A multilingual KB names many concepts both in English and in another language (ICD-10 titles in
 eleven languages, UMLS's MSHSPA or MDRFRE atoms): every such concept is a pair of aligned phrases.
 A foreign word and an English word that keep appearing in the same concepts' names translate
-each other, which the Dice coefficient over concepts measures (the association score of
-word-alignment work; 001 §2.2 takes translation pairs from dictionaries, this takes them from the
-KB). Each foreign word keeps its best English words as senses, best first, so "hipertensión"
-renders as "hypertension" and "arterial" as "arterial".
+each other: words are linked one to one within each concept, strongest association (Dice over
+concepts) first, and a pair's score is the Dice coefficient of its links (competitive linking,
+Melamed 2000; 001 §2.2 takes translation pairs from dictionaries, this takes them from the KB).
+Each foreign word keeps its best English words as senses, best first, so "hipertensión" renders
+as "hypertension" and "agudo" as "acute".
 
 Only scripts written with spaces are mined: names in Chinese, Japanese or Thai would first need
 the segmentation a lexicon is meant to provide. Stop words on either side are never paired.
@@ -73,23 +74,38 @@ def _words_by_concept(kb: KnowledgeBase) -> dict[str, dict[str, set[str]]]:
 
 def _mine_language(words_by_concept: dict[str, dict[str, set[str]]], lang: str,
                    params: MiningParams) -> dict[str, tuple[str, ...]]:
+    """Competitive linking (Melamed 2000): within each concept, word pairs are linked one to one,
+    strongest Dice first, so "agudo" in *infarto agudo del miocardio* links to "acute" once
+    "infarto" and "miocardio" have taken "infarction" and "myocardial", although it co-occurs
+    with all three. A sense's score is the Dice coefficient of its links."""
+    aligned = [(by_lang[lang], by_lang["en"]) for by_lang in words_by_concept.values()
+               if by_lang.get(lang) and by_lang.get("en")]
     foreign_counts: Counter[str] = Counter()
     english_counts: Counter[str] = Counter()
     together: Counter[tuple[str, str]] = Counter()
-    for by_lang in words_by_concept.values():
-        foreign, english = by_lang.get(lang), by_lang.get("en")
-        if not foreign or not english:
-            continue
+    for foreign, english in aligned:
         foreign_counts.update(foreign)
         english_counts.update(english)
         together.update((f, e) for f in foreign for e in english)
+
+    def dice(pair: tuple[str, str], count: int) -> float:
+        return 2 * count / (foreign_counts[pair[0]] + english_counts[pair[1]])
+
+    links: Counter[tuple[str, str]] = Counter()
+    for foreign, english in aligned:
+        pairs = sorted(((f, e) for f in foreign for e in english),
+                       key=lambda pair: (-dice(pair, together[pair]), pair))
+        taken_foreign: set[str] = set()
+        taken_english: set[str] = set()
+        for f, e in pairs:
+            if f not in taken_foreign and e not in taken_english:
+                links[f, e] += 1
+                taken_foreign.add(f)
+                taken_english.add(e)
     scored: dict[str, list[tuple[float, int, str]]] = defaultdict(list)
-    for (foreign, english), count in together.items():
-        if count < params.min_concepts:
-            continue
-        dice = 2 * count / (foreign_counts[foreign] + english_counts[english])
-        if dice >= params.min_dice:
-            scored[foreign].append((-dice, -count, english))
+    for pair, count in links.items():
+        if count >= params.min_concepts and (score := dice(pair, count)) >= params.min_dice:
+            scored[pair[0]].append((-score, -count, pair[1]))
     return {foreign: tuple(english for _, _, english in sorted(found)[: params.senses])
             for foreign, found in sorted(scored.items())}
 

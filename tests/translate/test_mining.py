@@ -42,9 +42,21 @@ def test_aligned_words_become_senses_best_first():
 def test_a_stricter_association_keeps_fewer_senses():
     loose = mine_lexicon(kb(), MiningParams(min_dice=0.1, min_concepts=1)).entries("es")
     strict = mine_lexicon(kb(), MiningParams(min_dice=0.9, min_concepts=1)).entries("es")
-    assert loose["hipertensión"][0] == strict["hipertensión"][0] == "hypertension"
-    assert len(loose["hipertensión"]) == 3 and strict["hipertensión"] == ("hypertension",)
-    assert loose["secundaria"][0] == "secondary" and set(strict) <= set(loose)
+    assert loose["hipertensión"] == strict["hipertensión"] == ("hypertension",)  # linked one to one
+    assert loose["secundaria"] == ("secondary",) and "secundaria" not in strict and set(strict) <= set(loose)
+
+
+def test_words_are_linked_one_to_one_within_a_concept():
+    # "portal" shares two concepts with "hypertension" too, but "hipertensión" takes it first
+    builder = KnowledgeBaseBuilder()
+    for number, (english, spanish) in enumerate([("Portal hypertension", "Hipertensión portal"),
+                                                 ("Portal hypertension", "Hipertensión portal"),
+                                                 ("Essential hypertension", "Hipertensión esencial"),
+                                                 ("Portal vein", "Vena portal")]):
+        builder.add_name(f"C{number}", english, lang="en")
+        builder.add_name(f"C{number}", spanish, lang="es")
+    spanish = mine_lexicon(builder.build(), MiningParams(min_dice=0.1)).entries("es")
+    assert spanish["hipertensión"] == ("hypertension",) and spanish["portal"] == ("portal",)
 
 
 def test_mined_senses_render_a_mention_the_kb_names_only_in_english():
