@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import resource
+import shlex
 import sys
 import tempfile
 import time
@@ -163,7 +164,7 @@ def _in_child(function, *args):
 
 def report(builds: dict, runs: dict) -> str:
     lines = [f"## {time.strftime('%Y-%m-%d')} — normalization (commit `{commit()}`)", "",
-             f"Command: `python benchmarks/normalization.py {' '.join(sys.argv[1:])}` · machine: {machine()}", "",
+             f"Command: `python benchmarks/normalization.py {shlex.join(sys.argv[1:])}` · machine: {machine()}", "",
              "Default bundle build (read KB + normalise + fit TF-IDF + encode names + FAISS HNSW index + write):", "",
              "| KB | concepts | names | name strings | build s | KB store load s | peak RSS MB of the step |",
              "|---|---:|---:|---:|---:|---:|---:|"]
