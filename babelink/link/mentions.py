@@ -34,6 +34,8 @@ class LinkedMention:
                   "detector": self.detector}
         if self.searched is not None:
             fields["searched"] = self.searched
+        if self.concept.translated is not None:
+            fields["translated"] = self.concept.translated
         if self.concept.probability is not None:
             fields["probability"] = round(self.concept.probability, 4)
         if self.concept.codes:

@@ -87,6 +87,8 @@ def test_link_finds_mentions_in_a_script_without_kb_names(bundle):
     assert ("сахарный диабет", "C3") in found and ("бронхиальная астма", "C4") in found
     for mention in linked.mentions:
         assert linked.text[mention.start : mention.end] == mention.text
+        assert mention.to_dict().get("translated") == mention.concept.translated  # the rendering that found it
+    assert all(mention.concept.translated for mention in linked.mentions)  # no Russian KB names
 
 
 def test_cli_build_and_normalize_with_translations(tmp_path, lexicon_dir):
