@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import regex
 import stopwordsiso
 
+from babelink.errors import BabelinkError
 from babelink.kb.base import KnowledgeBase
 from babelink.text import normalize_name
 from babelink.translate.lexicon import KNOWN_LANGUAGES, Lexicon, LexiconSource
@@ -114,6 +115,9 @@ def lexicon_with_mined(lexicon: Lexicon | None, kb: KnowledgeBase, params: Minin
     """`lexicon`'s senses first and the KB-mined ones after them, per language (`build
     --translations-from-kb`): a user's dictionary leads, the KB fills its gaps."""
     mined = mine_lexicon(kb, params)
+    if not mined.languages:
+        raise BabelinkError("--translations-from-kb: the KB names no concept in English and in another language "
+                            "written with spaces; there is nothing to mine a lexicon from")
     if lexicon is None:
         return mined
     senses = {}

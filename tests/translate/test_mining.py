@@ -90,3 +90,14 @@ def test_cli_build_translations_from_kb(tmp_path):
     assert [source["file"] for source in manifest["translations"]["sources"]] == [MINED]
     result = babelink("normalize", "--bundle", out, "--lang", "es", "--top-k", "1", "hipertensión")
     assert json.loads(result.stdout)["candidates"][0]["translated"] == "hypertension"
+
+
+def test_cli_mining_a_kb_with_nothing_to_mine_is_one_clear_line(tmp_path):
+    from support import babelink
+
+    kb_file = tmp_path / "kb.tsv"
+    kb_file.write_text("id\tname\nC1\tAsthma\nC2\tFever\n", encoding="utf-8")
+    result = babelink("build", "--kb", kb_file, "--out", tmp_path / "b", "--retriever", "sparse",
+                      "--translations-from-kb")
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert "nothing to mine a lexicon from" in result.stderr and not (tmp_path / "b").exists()
