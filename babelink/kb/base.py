@@ -102,7 +102,12 @@ class KnowledgeBase:
         )
 
     def content_hash(self) -> str:
-        """SHA-256 over the tables' contents, independent of how they were stored."""
+        """SHA-256 over the tables' contents, independent of how they were stored (computed once:
+        the tables never change, and a build asks for it more than once)."""
+        return self._content_hash
+
+    @cached_property
+    def _content_hash(self) -> str:
         digest = hashlib.sha256()
         for table in (self.names, self.concepts):
             for batch in table.to_batches(max_chunksize=65536):
