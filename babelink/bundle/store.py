@@ -19,6 +19,7 @@ import time
 import uuid
 import zipfile
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from functools import cached_property
 from importlib.metadata import version
@@ -35,7 +36,14 @@ from babelink.kb.augment import DftRecord
 from babelink.kb.base import KnowledgeBase
 from babelink.kb.store import load_kb, save_kb
 from babelink.retrieve.generators import HybridParams
-from babelink.translate import Lexicon, Renderer, english_words
+from babelink.translate import (
+    ENGLISH_WORDS_FILE,
+    Lexicon,
+    Renderer,
+    english_words,
+    load_english_words,
+    save_english_words,
+)
 
 #: 3: traditional Han folded to simplified; 4: name strings flag KB spellings that are short capitals only.
 FORMAT_VERSION = 4
@@ -67,7 +75,11 @@ class Bundle:
     @cached_property
     def renderer(self) -> Renderer | None:
         """The English renderer of the lexicons (None without), shared by every generator over the bundle."""
-        return None if self.lexicon is None else Renderer(self.lexicon, english_words(self.kb))
+        if self.lexicon is None:
+            return None
+        stored = f"{TRANSLATIONS}/{ENGLISH_WORDS_FILE}" in self.manifest["files"]  # not in bundles built before
+        words = load_english_words(self.path / TRANSLATIONS) if stored else english_words(self.kb)
+        return Renderer(self.lexicon, words)
 
     @cached_property
     def provenance(self) -> dict:
@@ -77,11 +89,14 @@ class Bundle:
         digest = hashlib.sha256(json.dumps(self.manifest, sort_keys=True).encode()).hexdigest()
         return {"bundle": digest[:12], "kb": kb_identity(self.manifest["kb"]), "babelink": version("babelink")}
 
-    def encoder(self) -> Encoder:
-        """The encoder the dense index was built with (loaded on each call; keep the result)."""
+    def encoder(self, runtime: str = "torch") -> Encoder:
+        """The encoder the dense index was built with, run by `runtime` (`encoders.RUNTIMES`);
+        loaded on each call: keep the result."""
         if self.dense is None:
             raise BundleError(f"{self.path}: a {self.retriever} bundle has no dense index or encoder")
-        encoder = encoder_from_manifest(self.manifest["dense"]["encoder"], self.path)
+        return self._checked(encoder_from_manifest(self.manifest["dense"]["encoder"], self.path, runtime))
+
+    def _checked(self, encoder: Encoder) -> Encoder:
         if encoder.dimension != self.dense.dimension:
             raise BundleError(f"{self.path}: the encoder gives {encoder.dimension}-d vectors, "
                               f"the index holds {self.dense.dimension}-d")
@@ -172,7 +187,7 @@ def build_bundle(
             manifest["spans"] = {"concepts": len(spans), "names": spans.num_names, "strings": spans_strings,
                                  "switch_threshold": switch_threshold}
         if translations is not None:
-            files += translations.save(staging / TRANSLATIONS)
+            files += [*translations.save(staging / TRANSLATIONS), save_english_words(kb, staging / TRANSLATIONS)]
             manifest["translations"] = translations.summary()
         if dft is not None:
             (staging / DFT_DOCUMENTS).write_text("".join(f"{doc_id}\n" for doc_id in dft.documents), encoding="utf-8")
@@ -250,6 +265,23 @@ def load_bundle(path: str | Path, *, verify: bool = False) -> Bundle:
                 return bundle
         time.sleep(_RELOAD_PAUSE_SECONDS)
     raise BundleError(f"{path}: rebuilt {_LOAD_ATTEMPTS} times while loading it; load it when the build is done")
+
+
+def load_bundle_with_encoder(path: str | Path, runtime: str = "torch") -> tuple[Bundle, Encoder | None]:
+    """`load_bundle(path)` and, for a dense or hybrid bundle, its `encoder(runtime)`, loaded side by
+    side: the tokenizer and the model load mostly outside the GIL while the indexes are read, 0.7 s
+    of a short CLI call (BENCHMARKS.md, start-up)."""
+    path = Path(path)
+    entry = read_manifest(path).get("dense", {}).get("encoder")
+    if entry is None:
+        return load_bundle(path), None
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pending = pool.submit(encoder_from_manifest, entry, path, runtime)
+        bundle = load_bundle(path)
+        encoder = pending.result()
+    if bundle.dense is None or bundle.manifest["dense"]["encoder"] != entry:  # rebuilt in between
+        return bundle, bundle.encoder(runtime) if bundle.dense is not None else None
+    return bundle, bundle._checked(encoder)
 
 
 #: A load that overlapped an in-place rebuild is retried this often, this far apart.

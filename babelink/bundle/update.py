@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 import scipy.sparse as sp
 
 from babelink.bundle.integrity import MANIFEST, file_records
-from babelink.bundle.store import Bundle, load_bundle
+from babelink.bundle.store import TRANSLATIONS, Bundle, load_bundle
 from babelink.errors import BundleError
 from babelink.fsutil import replace_directory, staging_directory
 from babelink.index.dense import DenseNameIndex, embed_strings
@@ -34,6 +34,7 @@ from babelink.index.names import NameTable
 from babelink.index.sparse import TfidfNameIndex
 from babelink.kb.base import KnowledgeBase
 from babelink.kb.store import save_kb
+from babelink.translate import save_english_words
 
 #: Share of the new names' n-grams missing from the TF-IDF vocabulary above which it is refitted.
 REFIT_UNSEEN_SHARE = 0.02
@@ -77,6 +78,8 @@ def update_bundle(path: str | Path, additions: KnowledgeBase, out: str | Path | 
         sparse = TfidfNameIndex.fit(names.strings, bundle.sparse.params) if refit else _extend_sparse(bundle.sparse,
                                                                                                        added)
         sparse.save(staging / "sparse")
+        if bundle.lexicon is not None:  # the renderer keeps the English words of the KB as they are
+            save_english_words(merged, staging / TRANSLATIONS)
         if encoder is not None:
             dense = DenseNameIndex.load(bundle.path / "dense", writable=True)
             dense.add(embed_strings(encoder.encode, added))
@@ -100,9 +103,8 @@ def _extend_sparse(index: TfidfNameIndex, strings: list[str]) -> TfidfNameIndex:
 
 def _unseen_share(index: TfidfNameIndex, strings: list[str]) -> float:
     """Share of the new strings' n-grams (occurrences) that the build's vocabulary lacks."""
-    analyze, vocabulary = index.vectorizer.build_analyzer(), index.vectorizer.vocabulary_
-    grams = [gram for string in strings for gram in analyze(string)]
-    return sum(gram not in vocabulary for gram in grams) / len(grams) if grams else 0.0
+    grams = [gram for string in strings for gram in index.vectorizer.analyze(string)]
+    return sum(gram not in index.vectorizer.columns for gram in grams) / len(grams) if grams else 0.0
 
 
 def _write_manifest(staging: Path, bundle: Bundle, kb: KnowledgeBase, names: NameTable, update: dict) -> None:

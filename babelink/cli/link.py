@@ -128,8 +128,9 @@ def link(
     else:
         from babelink.link.linker import Linker
 
-        # loaded now; documents link lazily
-        linker = Linker.open(bundle, filter=context_filter, ner=ner, name_filter=name_filter, model=model, **params)
+        # loaded now; documents link lazily. Texts on the command line: start fast (no torch); a file: encode fast
+        linker = Linker.open(bundle, filter=context_filter, ner=ner, name_filter=name_filter, model=model,
+                             runtime="onnx" if texts else "torch", **params)
         results = linker.link_stream((d for d in documents if d.id not in done), batch_size)
     with counted("linking", skipped=len(done)) as advance:
         write_linked((advance(result) for result in results), output, output_format.value, candidates=candidates,

@@ -56,7 +56,9 @@ def normalize(
             raise InvalidInputError("empty mention given as an argument")
     from babelink.retrieve.filters import NameFilter
 
-    linker = Linker.open(bundle, name_filter=NameFilter.of(types, sources, langs))
+    # a few mentions on the command line: start fast (no torch); a file: encode fast
+    linker = Linker.open(bundle, name_filter=NameFilter.of(types, sources, langs),
+                         runtime="onnx" if mentions else "torch")
     if mentions:
         lines, source = ((number, mention, mention) for number, mention in enumerate(mentions, 1)), "<arguments>"
     else:

@@ -2,7 +2,9 @@
 
 A bundle records which encoder built its dense index (`describe()`); `encoder_from_manifest`
 reopens the same one and refuses a different checkpoint, since vectors from another model would
-be silently meaningless against the index.
+be silently meaningless against the index. A checkpoint runs in one of two runtimes giving the
+same vectors: `torch` (training, and the fastest on large batches) or `onnx` (no torch import:
+what a short CLI call needs; `encoders.onnx`).
 """
 
 from __future__ import annotations
@@ -13,13 +15,14 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from babelink.errors import BundleError
+from babelink.errors import BabelinkError, BundleError
 
 if TYPE_CHECKING:
     from babelink.encoders.transformer import EncoderSettings
 
 #: The `--encoder` value naming the bundled multilingual-e5-small.
 DEFAULT = "default"
+RUNTIMES = ("torch", "onnx")
 
 
 class Encoder(Protocol):
@@ -34,10 +37,16 @@ class Encoder(Protocol):
         ...
 
 
-def open_encoder(name: str | Path = DEFAULT, **settings) -> Encoder:
-    """`default` (the bundled e5) or a checkpoint directory; `settings` that are not None
-    override its `EncoderSettings`."""
+def open_encoder(name: str | Path = DEFAULT, runtime: str = "torch", **settings) -> Encoder:
+    """`default` (the bundled e5) or a checkpoint directory, run by `runtime`; `settings` that are
+    not None override its `EncoderSettings`."""
     settings = {key: value for key, value in settings.items() if value is not None}
+    if runtime not in RUNTIMES:
+        raise BabelinkError(f"encoder runtime must be one of {', '.join(RUNTIMES)}, got {runtime!r}")
+    if runtime == "onnx":
+        from babelink.encoders.onnx import onnx_encoder
+
+        return onnx_encoder(*resolve_checkpoint(name, **settings))
     if str(name) == DEFAULT:
         from babelink.encoders.e5_bundled import bundled_encoder
 
@@ -48,28 +57,29 @@ def open_encoder(name: str | Path = DEFAULT, **settings) -> Encoder:
     return TransformerEncoder(path, settings_for(path, **settings) if path.is_dir() else None)
 
 
-def resolve_checkpoint(name: str | Path) -> tuple[Path, EncoderSettings]:
+def resolve_checkpoint(name: str | Path, **overrides) -> tuple[Path, EncoderSettings]:
     """The checkpoint directory an `--init` value names, and how to encode with it: `default` is
     the bundled multilingual-e5-small (converted into the cache on first use) with e5's pooling
-    and prefix; anything else is a directory with its own `babelink_encoder.json` or defaults."""
+    and prefix; anything else is a directory with its own `babelink_encoder.json` or defaults.
+    `overrides` that are not None win."""
     from babelink.encoders.transformer import settings_for
 
     if str(name) == DEFAULT:
         from babelink.encoders.e5_bundled import E5_SETTINGS, bundled_e5_path
 
-        return bundled_e5_path(), settings_for(bundled_e5_path(), **E5_SETTINGS)
-    return Path(name), settings_for(Path(name))
+        return bundled_e5_path(), settings_for(bundled_e5_path(), **{**E5_SETTINGS, **overrides})
+    return Path(name), settings_for(Path(name), **overrides)
 
 
 def manifest_entry(name: str | Path, encoder: Encoder) -> dict:
     return {"name": str(name) if str(name) == DEFAULT else str(Path(name).absolute()), **encoder.describe()}
 
 
-def encoder_from_manifest(entry: dict, bundle: Path) -> Encoder:
+def encoder_from_manifest(entry: dict, bundle: Path, runtime: str = "torch") -> Encoder:
     from babelink.encoders.transformer import EncoderSettings
 
     settings = {key: entry[key] for key in EncoderSettings.__dataclass_fields__ if key in entry}
-    encoder = open_encoder(entry["name"], **settings)
+    encoder = open_encoder(entry["name"], runtime, **settings)
     found = encoder.describe()
     if found["fingerprint"] != entry.get("fingerprint"):
         raise BundleError(

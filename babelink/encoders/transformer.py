@@ -56,16 +56,20 @@ def settings_for(path: Path, **overrides) -> EncoderSettings:
     return replace(EncoderSettings(**stored), **{key: value for key, value in overrides.items() if value is not None})
 
 
+def require_checkpoint(path: str | Path) -> Path:
+    """`path` made absolute; a clear error where it is not a local checkpoint directory."""
+    path = Path(path).absolute()
+    if not (path / "config.json").is_file():
+        raise BabelinkError(f"{path}: not a transformers checkpoint directory (no config.json); "
+                            "babelink never downloads models, pass a local directory")
+    return path
+
+
 class TransformerEncoder:
     """`encode(texts) -> float32 (n, dim)` with L2-normalised rows."""
 
     def __init__(self, path: str | Path, settings: EncoderSettings | None = None, *, device: str | None = None):
-        self.path = Path(path).absolute()
-        if not (self.path / "config.json").is_file():
-            raise BabelinkError(
-                f"{self.path}: not a transformers checkpoint directory (no config.json); "
-                "babelink never downloads models, pass a local directory"
-            )
+        self.path = require_checkpoint(path)
         self.settings = settings or settings_for(self.path)
         try:
             import torch

@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from babelink.fsutil import column_array, read_parquet
 from babelink.kb.base import KnowledgeBase
 from babelink.text import is_short_capitals, normalize_name
 
@@ -92,9 +93,9 @@ class NameTable:
 
     @classmethod
     def load(cls, directory: Path) -> NameTable:
-        table = pq.read_table(directory / STRINGS_FILE, memory_map=True)
+        table = read_parquet(directory / STRINGS_FILE)
         with np.load(directory / LINKS_FILE) as links:
             offsets, concept_rows = links["offsets"], links["concept_rows"]
-        capitals_only = table.column("capitals_only").to_numpy(zero_copy_only=False).astype(bool)
+        capitals_only = column_array(table, "capitals_only")
         return cls(table.column("string").to_pylist(), table.column("surface").to_pylist(), offsets, concept_rows,
                    capitals_only)

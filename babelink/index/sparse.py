@@ -20,7 +20,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import scipy.sparse as sp
-from sklearn.feature_extraction.text import TfidfVectorizer
+
+from babelink.fsutil import column_array, read_parquet
+from babelink.index.ngrams import NgramVectorizer
 
 VOCABULARY_FILE = "tfidf_vocabulary.parquet"
 MATRIX_FILE = "tfidf_matrix.npz"
@@ -47,43 +49,38 @@ class TfidfParams:
 
 
 class TfidfNameIndex:
-    """Fits a char n-gram TF-IDF on normalised name strings and finds the nearest by cosine."""
+    """Fits a char n-gram TF-IDF on normalised name strings and finds the nearest by cosine.
 
-    def __init__(self, params: TfidfParams, vectorizer: TfidfVectorizer, matrix: sp.csr_matrix):
+    Fitting uses scikit-learn's `TfidfVectorizer`; queries are vectorised by `NgramVectorizer`,
+    which reproduces it without importing scikit-learn on every load."""
+
+    def __init__(self, params: TfidfParams, vectorizer: NgramVectorizer, matrix: sp.csr_matrix):
         self.params = params
         self.vectorizer = vectorizer
         self.matrix = matrix  # (strings × n-grams), rows L2-normalised
         self._prepare_search()
 
     @staticmethod
-    def _vectorizer(params: TfidfParams, vocabulary: dict[str, int] | None = None,
-                    norm: str | None = "l2") -> TfidfVectorizer:
-        # min_df=1 and max_df=1.0: every n-gram of every name counts, so a 10-name KB keeps its vocabulary.
-        return TfidfVectorizer(
-            analyzer=params.analyzer,
-            ngram_range=(params.ngram_min, params.ngram_max),
-            lowercase=False,
-            sublinear_tf=params.sublinear_tf,
-            min_df=1,
-            max_df=1.0,
-            dtype=np.float32,
-            vocabulary=vocabulary,
-            norm=norm,
-        )
+    def _vectorizer(params: TfidfParams, terms: list[str], idf: np.ndarray) -> NgramVectorizer:
+        return NgramVectorizer(params.analyzer, params.ngram_min, params.ngram_max, params.sublinear_tf, terms, idf)
 
     @classmethod
     def fit(cls, strings: list[str], params: TfidfParams = TfidfParams()) -> TfidfNameIndex:
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
         if not strings:
             raise ValueError("cannot fit a TF-IDF index on zero names")
-        vectorizer = cls._vectorizer(params)
-        matrix = vectorizer.fit_transform(strings).tocsr()
-        return cls(params, vectorizer, matrix)
+        # min_df=1 and max_df=1.0: every n-gram of every name counts, so a 10-name KB keeps its vocabulary.
+        fitted = TfidfVectorizer(analyzer=params.analyzer, ngram_range=(params.ngram_min, params.ngram_max),
+                                 lowercase=False, sublinear_tf=params.sublinear_tf, min_df=1, max_df=1.0,
+                                 dtype=np.float32)
+        matrix = fitted.fit_transform(strings).tocsr()
+        terms = sorted(fitted.vocabulary_, key=fitted.vocabulary_.__getitem__)
+        return cls(params, cls._vectorizer(params, terms, fitted.idf_), matrix)
 
     def _prepare_search(self) -> None:
-        self._analyze = self.vectorizer.build_analyzer()
-        self._unnormalised = self._vectorizer(self.params, self.vectorizer.vocabulary_, norm=None)
-        self._unnormalised.idf_ = self.vectorizer.idf_  # validates and sets `vocabulary_`
-        self._unseen_idf = float(self.vectorizer.idf_.max()) + float(np.log(2.0)) if len(self.vectorizer.idf_) else 1.0
+        idf = self.vectorizer.idf
+        self._unseen_idf = float(idf.max()) + float(np.log(2.0)) if len(idf) else 1.0
         postings = np.bincount(self.matrix.indices, minlength=self.matrix.shape[1])
         limit = max(self.params.min_posting_limit, self.params.max_posting_fraction * self.matrix.shape[0])
         self._selective = sp.diags((postings <= limit).astype(np.float32)).tocsr()
@@ -95,24 +92,7 @@ class TfidfNameIndex:
         n-grams no KB name has: dropping them would let "zzzz fever" score 1.0 against "fever".
         An unseen n-gram weighs as an n-gram of document frequency 0 would (smooth IDF: ln 2 above
         the rarest seen n-gram)."""
-        vectors = self.vectorizer.transform(strings).tocsr()  # L2-normalised over the seen n-grams
-        unseen_sq = np.array([self._unseen_weight_sq(string) for string in strings], dtype=np.float64)
-        if not unseen_sq.any():
-            return vectors
-        weights = self._unnormalised.transform(strings).tocsr()
-        seen_sq = np.asarray(weights.multiply(weights).sum(axis=1)).ravel()
-        total = seen_sq + unseen_sq
-        scale = np.where(unseen_sq > 0, np.sqrt(seen_sq / np.where(total > 0, total, 1.0)), 1.0)
-        return sp.diags(scale.astype(np.float32)).dot(vectors).tocsr()
-
-    def _unseen_weight_sq(self, string: str) -> float:
-        vocabulary = self._unnormalised.vocabulary_
-        counts: dict[str, int] = {}
-        for gram in self._analyze(string):
-            if gram not in vocabulary:
-                counts[gram] = counts.get(gram, 0) + 1
-        tf = [1.0 + np.log(count) if self.params.sublinear_tf else float(count) for count in counts.values()]
-        return float(np.sum(np.square(tf))) * self._unseen_idf**2
+        return self.vectorizer.transform(strings, unseen_idf=self._unseen_idf)
 
     def restricted(self, allowed: np.ndarray) -> TfidfNameIndex:
         """This index searching only the strings `allowed` (a mask) lets through: the same
@@ -153,9 +133,8 @@ class TfidfNameIndex:
         return np.asarray(self.matrix[string_rows].multiply(queries[query_rows]).sum(axis=1)).ravel()
 
     def save(self, directory: Path) -> list[Path]:
-        vocabulary = sorted(self.vectorizer.vocabulary_, key=self.vectorizer.vocabulary_.__getitem__)
         paths = [directory / VOCABULARY_FILE, directory / MATRIX_FILE, directory / PARAMS_FILE]
-        pq.write_table(pa.table({"ngram": vocabulary, "idf": self.vectorizer.idf_.astype(np.float32)}), paths[0])
+        pq.write_table(pa.table({"ngram": self.vectorizer.terms, "idf": self.vectorizer.idf}), paths[0])
         sp.save_npz(paths[1], self.matrix, compressed=False)
         paths[2].write_text(json.dumps(asdict(self.params), indent=2))
         return paths
@@ -163,11 +142,8 @@ class TfidfNameIndex:
     @classmethod
     def load(cls, directory: Path) -> TfidfNameIndex:
         params = TfidfParams(**json.loads((directory / PARAMS_FILE).read_text()))
-        table = pq.read_table(directory / VOCABULARY_FILE)
-        vectorizer = cls._vectorizer(
-            params, {ngram: column for column, ngram in enumerate(table.column("ngram").to_pylist())}
-        )
-        vectorizer.idf_ = table.column("idf").to_numpy()
+        table = read_parquet(directory / VOCABULARY_FILE)
+        vectorizer = cls._vectorizer(params, table.column("ngram").to_pylist(), column_array(table, "idf"))
         return cls(params, vectorizer, sp.load_npz(directory / MATRIX_FILE).tocsr())
 
 

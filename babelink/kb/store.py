@@ -8,6 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from babelink.errors import InputFormatError
+from babelink.fsutil import read_parquet
 from babelink.kb.base import CONCEPT_SCHEMA, NAME_SCHEMA, KnowledgeBase
 
 NAMES_FILE = "names.parquet"
@@ -28,7 +29,7 @@ def save_kb(kb: KnowledgeBase, directory: str | Path) -> list[Path]:
 
 def _read_table(path: Path, schema: pa.Schema) -> pa.Table:
     try:
-        table = pq.read_table(path, memory_map=True)
+        table = read_parquet(path)
     except FileNotFoundError:
         raise InputFormatError(path, None, "no such file") from None
     except (OSError, pa.ArrowInvalid) as error:

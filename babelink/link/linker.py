@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from babelink.batching import batched
-from babelink.bundle.store import Bundle, load_bundle
+from babelink.bundle.store import Bundle, load_bundle_with_encoder
 from babelink.detect import MentionDetector
 from babelink.detect.stopwords import BoundaryStopwords, protected_words
 from babelink.encoders import Encoder
@@ -78,11 +78,12 @@ class Linker:
     @classmethod
     def open(cls, bundle: str | Path | None = None, *, filter: str | Path | ContextFilter | None = None,
              ner: str | Path | MentionDetector | None = None, name_filter: NameFilter | None = None,
-             model: str | Path | DualModel | None = None, **params) -> Linker:
+             model: str | Path | DualModel | None = None, runtime: str = "torch", **params) -> Linker:
         """The linker of the bundle at `bundle` (None: the embedded default, built on first use),
         with an optional contextual filter and learned mention detector, or instead a dual encoder
         `model` that detects and links in one pass (directories or loaded models), searching only
-        the names `name_filter` allows; `params` are `LinkParams` fields (`link_threshold=0.9`, …)."""
+        the names `name_filter` allows; its encoder runs in `runtime` (`onnx` starts without torch,
+        `torch` is faster on large inputs); `params` are `LinkParams` fields (`link_threshold=0.9`, …)."""
         unknown = set(params) - _LINK_PARAMS
         if unknown:
             raise TypeError(f"unknown link parameters: {', '.join(sorted(unknown))}")
@@ -100,7 +101,9 @@ class Linker:
             from babelink.dual.model import DualModel
 
             model = DualModel(model)
-        return cls(load_bundle(bundle), link_params=LinkParams(**params), context_filter=filter, detector=ner,
+        loaded, encoder = load_bundle_with_encoder(bundle, runtime)
+        return cls(loaded, encoder=encoder and CachedEncoder(encoder), link_params=LinkParams(**params),
+                   context_filter=filter, detector=ner,
                    name_filter=name_filter, model=model)
 
     def with_options(self, **changes) -> Linker:

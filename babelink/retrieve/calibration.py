@@ -14,6 +14,7 @@ languages, shipped with babelink and replaceable per bundle.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import unicodedata
@@ -50,8 +51,14 @@ def script_of(text: str) -> str:
     """The Unicode script of the first letter (LATIN, CJK, HIRAGANA, CYRILLIC, …), '' without letters."""
     for char in text:
         if char.isalpha():
-            return unicodedata.name(char, "UNKNOWN").split(" ")[0]
+            return _script_of_letter(char)
     return ""
+
+
+@functools.cache
+def _script_of_letter(char: str) -> str:
+    # cached: every bundle load takes the script of each of its name strings (`script_shares`)
+    return unicodedata.name(char, "UNKNOWN").split(" ")[0]
 
 
 def script_shares(strings: Iterable[str]) -> dict[str, float]:

@@ -18,6 +18,10 @@ from dataclasses import replace
 
 from babelink.retrieve.candidate import Candidate, CandidateGenerator
 
+#: Scores this close count as a tie, which the span index wins: a string in both indexes scores
+#: 1.0 in each only up to rounding (index vectors from torch in bf16, queries from ONNX in fp32).
+TIE = 1e-4
+
 
 class SwitchingGenerator:
     def __init__(self, spans: CandidateGenerator, kb: CandidateGenerator, threshold: float):
@@ -32,7 +36,7 @@ class SwitchingGenerator:
         return [self._merge(spans, kb, top_k) for spans, kb in zip(span_results, kb_results)]
 
     def _merge(self, spans: list[Candidate], kb: list[Candidate], top_k: int) -> list[Candidate]:
-        floor = max(self.threshold, kb[0].score) if kb else self.threshold
+        floor = max(self.threshold, kb[0].score - TIE) if kb else self.threshold
         confident = [replace(candidate, index="spans") for candidate in spans if candidate.score >= floor]
         seen = {candidate.concept_id for candidate in confident}
         return (confident + [candidate for candidate in kb if candidate.concept_id not in seen])[:top_k]

@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 import stopwordsiso
 
 from babelink.errors import BabelinkError, InputFormatError
+from babelink.fsutil import read_parquet
 from babelink.kb.io import iter_lines
 from babelink.lang import UMLS_TO_ISO, to_iso
 from babelink.text import normalize_name
@@ -95,7 +96,7 @@ class Lexicon:
     @classmethod
     def load(cls, directory: Path, sources: Sequence[dict] = ()) -> Lexicon:
         return cls(sources=[LexiconSource(**source) for source in sources],
-                   table=pq.read_table(directory / TABLE).combine_chunks())
+                   table=read_parquet(directory / TABLE).combine_chunks())
 
 
 def read_lexicons(specs: Iterable[str | Path]) -> Lexicon:

@@ -49,7 +49,7 @@ def test_vocabulary_does_not_collapse_on_a_tiny_kb():
     table = NameTable.from_kb(tiny_kb())
     index = TfidfNameIndex.fit(table.strings)
     # every 1–3-gram of every name is kept (min_df=1, max_df=1.0)
-    assert len(index.vectorizer.vocabulary_) > 150
+    assert len(index.vectorizer.terms) > 150
     rows, scores = index.search(["asthma", "diabetes melitus", "high bloodpressure"], 1)
     assert [table.strings[r] for r in rows[:, 0]] == ["asthma", "diabetes mellitus", "high blood pressure"]
     assert scores[0, 0] == pytest.approx(1.0) and 0.5 < scores[1, 0] < 1.0

@@ -71,6 +71,19 @@ def test_bundle_records_and_loads_its_lexicons(bundle):
     assert isinstance(Linker(loaded).generator, TranslatingGenerator)
 
 
+def test_the_english_words_are_stored_at_build_and_refreshed_by_an_update(bundle, tmp_path):
+    from babelink.bundle.update import update_bundle
+    from babelink.translate import english_words
+
+    loaded = load_bundle(bundle)
+    assert "translations/english_words.txt" in loaded.manifest["files"]
+    assert loaded.renderer.english_words == english_words(loaded.kb) >= {"heart", "bronchial", "mellitus"}
+    builder = KnowledgeBaseBuilder()
+    builder.add_name("C6", "Gout", lang="en")
+    updated = load_bundle(update_bundle(bundle, builder.build(), tmp_path / "u"), verify=True)
+    assert updated.renderer.english_words == loaded.renderer.english_words | {"gout"}
+
+
 def test_normalize_searches_through_the_rendering(bundle):
     linker = Linker.open(bundle)
     best = linker.normalize("enfermedades del corazón", top_k=3, lang="es")[0]

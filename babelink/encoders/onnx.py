@@ -1,0 +1,146 @@
+"""ONNX Runtime encoding of a checkpoint: `TransformerEncoder`'s vectors without importing torch.
+
+A CLI call that normalises a few mentions spent most of its 10 s importing torch and
+transformers and parsing the tokenizer through them (BENCHMARKS.md, start-up). Each checkpoint
+is therefore exported once, by torch, into `<home>/encoders/onnx/<fingerprint>/`:
+
+- `body.onnx`: the transformer from input embeddings to last hidden states;
+- `word_embeddings.npy`: the word-embedding matrix, memory-mapped, so a call reads only the
+  rows its tokens need (e5's 250k × 384 matrix is 80% of the model: the session starts in
+  0.2 s instead of 0.9 s);
+- `tokenizer.json`, run by `tokenizers` alone; `export.json`, the fingerprint it came from.
+
+Pooling, prefix and truncation follow the bundle's `EncoderSettings`, as in `TransformerEncoder`;
+the vectors agree with its fp32 and bf16 ones to a cosine above 0.9999 (tests), so one index
+serves both. Throughput on large batches is lower than torch's bf16 (BENCHMARKS.md): bulk jobs
+(builds, files, the service) keep torch, short calls take this runtime.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import warnings
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+
+from babelink.encoders.transformer import (
+    EncoderSettings,
+    TransformerEncoder,
+    checkpoint_fingerprint,
+    require_checkpoint,
+)
+from babelink.errors import BabelinkError
+from babelink.fsutil import replace_directory, staging_directory
+from babelink.home import babelink_home
+
+#: Bump when the export's files or graph change, so cached exports are made afresh.
+EXPORT_VERSION = 1
+_FILES = ("body.onnx", "word_embeddings.npy", "tokenizer.json", "export.json")
+
+
+def export_directory(checkpoint: Path) -> Path:
+    """Where the export of `checkpoint` lives (named by its fingerprint: a retrained model gets its own)."""
+    return babelink_home() / "encoders" / "onnx" / f"{checkpoint_fingerprint(checkpoint)[:24]}-v{EXPORT_VERSION}"
+
+
+def export_encoder(encoder: TransformerEncoder, out: Path) -> Path:
+    """Write the ONNX export of a loaded torch encoder to `out`, atomically."""
+    import torch
+
+    if not getattr(encoder.tokenizer, "is_fast", False):
+        raise BabelinkError(f"{encoder.path}: ONNX export needs a fast tokenizer (tokenizer.json)")
+    model = encoder.model.eval()
+
+    class Body(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def forward(self, inputs_embeds, attention_mask):
+            return self.model(inputs_embeds=inputs_embeds, attention_mask=attention_mask).last_hidden_state
+
+    embeddings = model.get_input_embeddings().weight.detach().cpu()
+    sample = embeddings[torch.tensor([[0, 1, 2], [2, 1, 0]])]
+    axes = {0: "batch", 1: "tokens"}
+    staging = staging_directory(out)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the tracer's notes on shapes it fixes: none varies in this graph
+            torch.onnx.export(Body(), (sample, torch.ones((2, 3), dtype=torch.int64)), str(staging / "body.onnx"),
+                              input_names=["inputs_embeds", "attention_mask"], output_names=["last_hidden_state"],
+                              dynamic_axes={"inputs_embeds": axes, "attention_mask": axes, "last_hidden_state": axes},
+                              opset_version=17, dynamo=False)
+        np.save(staging / "word_embeddings.npy", embeddings.numpy())
+        encoder.tokenizer.backend_tokenizer.save(str(staging / "tokenizer.json"))
+        (staging / "export.json").write_text(json.dumps(
+            {"fingerprint": checkpoint_fingerprint(encoder.path), "version": EXPORT_VERSION}))
+        replace_directory(staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return out
+
+
+class OnnxEncoder:
+    """`encode(texts) -> float32 (n, dim)` with L2-normalised rows, from an export directory."""
+
+    def __init__(self, checkpoint: Path, export: Path, settings: EncoderSettings):
+        try:
+            import onnxruntime
+            from tokenizers import Tokenizer
+        except ImportError as error:
+            raise BabelinkError(f"the ONNX runtime needs {error.name}: pip install babelink") from None
+        self.path = checkpoint
+        self.settings = settings
+        missing = [name for name in _FILES if not (export / name).is_file()]
+        if missing:
+            raise BabelinkError(f"{export}: not an ONNX export (missing {', '.join(missing)})")
+        self._embeddings = np.load(export / "word_embeddings.npy", mmap_mode="r")
+        self.dimension = int(self._embeddings.shape[1])
+        self._tokenizer = Tokenizer.from_file(str(export / "tokenizer.json"))
+        self._tokenizer.no_padding()
+        self._tokenizer.enable_truncation(settings.max_length)
+        self._session = onnxruntime.InferenceSession(str(export / "body.onnx"), providers=["CPUExecutionProvider"])
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors in input order; batches are formed over inputs sorted by token count."""
+        vectors = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        prefix = self.settings.prefix
+        encoded = [item.ids for item in self._tokenizer.encode_batch([prefix + text for text in texts])]
+        order = np.argsort([len(ids) for ids in encoded], kind="stable")
+        for start in range(0, len(order), self.settings.batch_size):
+            batch = order[start : start + self.settings.batch_size]
+            vectors[batch] = self._pooled([encoded[i] for i in batch])
+        return vectors
+
+    def _pooled(self, input_ids: list[list[int]]) -> np.ndarray:
+        width = max(len(ids) for ids in input_ids)
+        ids = np.zeros((len(input_ids), width), dtype=np.int64)
+        mask = np.zeros((len(input_ids), width), dtype=np.int64)
+        for row, sequence in enumerate(input_ids):
+            ids[row, : len(sequence)] = sequence
+            mask[row, : len(sequence)] = 1
+        embeds = np.ascontiguousarray(self._embeddings[ids], dtype=np.float32)
+        hidden = self._session.run(None, {"inputs_embeds": embeds, "attention_mask": mask})[0]
+        if self.settings.pooling == "cls":
+            pooled = hidden[:, 0]
+        else:
+            pooled = (hidden * mask[..., None]).sum(axis=1) / np.maximum(mask.sum(axis=1, keepdims=True), 1)
+        return pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+
+    def describe(self) -> dict:
+        return {"path": str(self.path), "fingerprint": checkpoint_fingerprint(self.path), "dimension": self.dimension,
+                **asdict(self.settings)}
+
+
+def onnx_encoder(checkpoint: Path, settings: EncoderSettings) -> OnnxEncoder:
+    """The ONNX encoder of `checkpoint`, exporting it first (once, with torch) where no export exists."""
+    checkpoint = require_checkpoint(checkpoint)
+    export = export_directory(checkpoint)
+    if not (export / "export.json").is_file():
+        export_encoder(TransformerEncoder(checkpoint, settings, device="cpu"), export)
+    return OnnxEncoder(checkpoint, export, settings)

@@ -1,0 +1,89 @@
+"""The ONNX runtime: the torch encoder's vectors without importing torch, exported once per checkpoint."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+
+from babelink.bundle.store import build_bundle
+from babelink.encoders import open_encoder
+from babelink.encoders.onnx import export_directory
+from babelink.errors import BabelinkError, BundleError
+from babelink.kb.base import KnowledgeBaseBuilder
+from babelink.link.linker import Linker
+
+TEXTS = ["asthma", "diabetes mellitus type 2", "", "fièvre aiguë", "ü", "a" * 80, "myocardial infarction"]
+
+
+@pytest.fixture(autouse=True)
+def home(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("BABELINK_HOME", str(tmp_path_factory.getbasetemp() / "onnx-home"))
+
+
+@pytest.mark.parametrize("settings", [{}, {"pooling": "mean", "prefix": "query: ", "max_length": 6, "batch_size": 2}])
+def test_vectors_are_the_torch_encoders(tiny_encoder_dir, settings):
+    by_torch = open_encoder(tiny_encoder_dir, precision="fp32", **settings)
+    by_onnx = open_encoder(tiny_encoder_dir, runtime="onnx", precision="fp32", **settings)
+    expected, found = by_torch.encode(TEXTS), by_onnx.encode(TEXTS)
+    assert found.dtype == np.float32 and found.shape == expected.shape
+    np.testing.assert_allclose(np.linalg.norm(found, axis=1), 1.0, rtol=1e-5)
+    assert (found * expected).sum(axis=1).min() > 0.9999
+    assert by_onnx.describe() == by_torch.describe()  # a bundle built by one is queried by the other
+    assert by_onnx.encode([]).shape == (0, by_torch.dimension)
+
+
+def test_the_export_is_made_once_per_checkpoint(tiny_encoder_dir, tmp_path):
+    open_encoder(tiny_encoder_dir, runtime="onnx")
+    export = export_directory(tiny_encoder_dir)
+    made = (export / "body.onnx").stat().st_mtime_ns
+    open_encoder(tiny_encoder_dir, runtime="onnx")
+    assert (export / "body.onnx").stat().st_mtime_ns == made
+    retrained = tmp_path / "retrained"
+    shutil.copytree(tiny_encoder_dir, retrained)
+    weights = load_file(retrained / "model.safetensors")
+    save_file({key: value + 0.01 for key, value in weights.items()}, str(retrained / "model.safetensors"))
+    assert export_directory(retrained) != export  # its own export, not the stale one
+    assert not np.allclose(open_encoder(retrained, runtime="onnx").encode(["asthma"]),
+                           open_encoder(tiny_encoder_dir, runtime="onnx").encode(["asthma"]))
+
+
+def test_wrong_paths_and_runtimes_are_clear_errors(tmp_path):
+    with pytest.raises(BabelinkError, match="not a transformers checkpoint"):
+        open_encoder(tmp_path / "missing", runtime="onnx")
+    with pytest.raises(BabelinkError, match="runtime must be one of torch, onnx"):
+        open_encoder(tmp_path, runtime="tensorflow")
+
+
+def test_a_bundle_answers_alike_in_both_runtimes_and_onnx_never_imports_torch(tiny_encoder_dir, tmp_path):
+    builder = KnowledgeBaseBuilder()
+    for concept_id, name in [("C1", "asthma"), ("C2", "diabetes"), ("C3", "fever"), ("C4", "gout")]:
+        builder.add_name(concept_id, name)
+    path = build_bundle(builder.build(), tmp_path / "b", retriever="dense", encoder=tiny_encoder_dir)
+    queries = ["asthma", "diabetis", "gut", "fevers"]
+    by_torch = Linker.open(path).normalize(queries, top_k=4)
+    by_onnx = Linker.open(path, runtime="onnx").normalize(queries, top_k=4)
+    assert [[(c.concept_id, round(c.score, 4)) for c in found] for found in by_onnx] == [
+        [(c.concept_id, round(c.score, 4)) for c in found] for found in by_torch]
+    script = ("import sys; from babelink.link.linker import Linker;"
+              f"Linker.open({str(path)!r}, runtime='onnx').normalize(['asthma']);"
+              "assert not {'torch', 'transformers', 'sklearn'} & set(sys.modules), 'imported'")
+    subprocess.run([sys.executable, "-c", script], check=True)
+
+
+def test_a_changed_checkpoint_is_refused_in_the_onnx_runtime_too(tiny_encoder_dir, tmp_path):
+    checkpoint = tmp_path / "encoder"
+    shutil.copytree(tiny_encoder_dir, checkpoint)
+    builder = KnowledgeBaseBuilder()
+    builder.add_name("C1", "asthma")
+    path = build_bundle(builder.build(), tmp_path / "b", retriever="dense", encoder=checkpoint)
+    with torch.no_grad():
+        weights = load_file(checkpoint / "model.safetensors")
+        save_file({key: value * 1.5 for key, value in weights.items()}, str(checkpoint / "model.safetensors"))
+    with pytest.raises(BundleError, match="fingerprint differs"):
+        Linker.open(path, runtime="onnx")
