@@ -1,6 +1,7 @@
 """Encoding speed of the bundled multilingual-e5-small on short KB names: fp32 vs bf16 autocast vs
-int8 dynamic quantisation of the linear layers, batches sorted by length vs in KB order (2 threads,
-batch 64, mean pooling, `query: ` prefix).
+int8 dynamic quantisation of the linear layers, batches sorted by length vs in KB order, and
+babelink's ONNX Runtime encoder (the runtime of short CLI calls) (2 threads, batch 64, mean
+pooling, `query: ` prefix).
 
     python benchmarks/encoder_speed.py [--data ../shared/data] [--no-write] [--names 2048]
 
@@ -27,6 +28,7 @@ def main() -> None:
     import torch
     from transformers import AutoModel, AutoTokenizer
 
+    from babelink.encoders import DEFAULT, open_encoder
     from babelink.encoders.e5_bundled import bundled_e5_path
 
     torch.set_num_threads(2)
@@ -39,6 +41,7 @@ def main() -> None:
     model = AutoModel.from_pretrained(path, add_pooling_layer=False).eval()
 
     int8 = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
+    onnx = open_encoder(DEFAULT, runtime="onnx", batch_size=64)
 
     def encode(order: list[int], bf16: bool, network=model) -> np.ndarray:
         vectors = np.zeros((len(names), model.config.hidden_size), dtype=np.float32)
@@ -57,15 +60,16 @@ def main() -> None:
     by_length = sorted(kb_order, key=lambda i: len(tokenizer.tokenize(names[i])))
     encode(kb_order[:64], False)  # warm-up
     rows, reference, baseline_speed = [], None, None
-    for label, order, bf16, network in (
-        ("fp32, KB order (baseline)", kb_order, False, model),
-        ("fp32, sorted by length", by_length, False, model),
-        ("bf16 autocast, KB order", kb_order, True, model),
-        ("bf16 autocast, sorted by length", by_length, True, model),
-        ("int8 dynamic quantisation, sorted by length", by_length, False, int8),
+    for label, run in (
+        ("fp32, KB order (baseline)", lambda: encode(kb_order, False)),
+        ("fp32, sorted by length", lambda: encode(by_length, False)),
+        ("bf16 autocast, KB order", lambda: encode(kb_order, True)),
+        ("bf16 autocast, sorted by length", lambda: encode(by_length, True)),
+        ("int8 dynamic quantisation, sorted by length", lambda: encode(by_length, False, int8)),
+        ("ONNX Runtime fp32, sorted by length (babelink's `onnx` runtime)", lambda: onnx.encode(names)),
     ):
         started = time.perf_counter()
-        vectors = encode(order, bf16, network)
+        vectors = run()
         speed = len(names) / (time.perf_counter() - started)
         reference = vectors if reference is None else reference
         baseline_speed = baseline_speed or speed

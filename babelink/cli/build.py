@@ -29,6 +29,10 @@ def build(
         "--pooling", help="cls|mean; default: the checkpoint's babelink_encoder.json, else cls.")] = None,
     prefix: Annotated[str | None, typer.Option(
         "--prefix", help="Text prepended to every name and mention before encoding.")] = None,
+    precision: Annotated[str | None, typer.Option(
+        "--precision", help="auto|fp32|bf16: one vector space (auto: bf16 where the CPU has it); int8: ONNX "
+                            "Runtime with quantised layers, faster on CPUs with int8 dot products, a space of its "
+                            "own that queries use too (BENCHMARKS.md).")] = None,
     index: Annotated[IndexKind, typer.Option(
         "--index", help="FAISS layout: exact, graph (default), or compressed (UMLS scale).")] = IndexKind.hnsw,
     ef_search: Annotated[int | None, typer.Option(
@@ -88,7 +92,7 @@ def build(
             out,
             retriever=retriever.value,
             encoder=encoder,
-            encoder_settings={"pooling": pooling, "prefix": prefix},
+            encoder_settings={"pooling": pooling, "prefix": prefix, "precision": precision},
             dense_params=DenseParams(kind=index.value, **breadth),
             spans=spans,
             switch_threshold=DEFAULT_SWITCH_THRESHOLD if switch_threshold is None else switch_threshold,

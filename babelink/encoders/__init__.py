@@ -4,7 +4,9 @@ A bundle records which encoder built its dense index (`describe()`); `encoder_fr
 reopens the same one and refuses a different checkpoint, since vectors from another model would
 be silently meaningless against the index. A checkpoint runs in one of two runtimes giving the
 same vectors: `torch` (training, and the fastest on large batches) or `onnx` (no torch import:
-what a short CLI call needs; `encoders.onnx`).
+what a short CLI call needs; `encoders.onnx`). Precision `int8` (quantised linear layers) runs in
+ONNX Runtime whichever runtime is asked for: its vectors form a space of their own, so a bundle
+built in int8 is queried in int8.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ def open_encoder(name: str | Path = DEFAULT, runtime: str = "torch", **settings)
     settings = {key: value for key, value in settings.items() if value is not None}
     if runtime not in RUNTIMES:
         raise BabelinkError(f"encoder runtime must be one of {', '.join(RUNTIMES)}, got {runtime!r}")
-    if runtime == "onnx":
+    if runtime == "onnx" or settings.get("precision") == "int8":  # int8 exists in ONNX Runtime only
         from babelink.encoders.onnx import onnx_encoder
 
         return onnx_encoder(*resolve_checkpoint(name, **settings))

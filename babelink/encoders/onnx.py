@@ -14,15 +14,23 @@ Pooling, prefix and truncation follow the bundle's `EncoderSettings`, as in `Tra
 the vectors agree with its fp32 and bf16 ones to a cosine above 0.9999 (tests), so one index
 serves both. Throughput on large batches is lower than torch's bf16 (BENCHMARKS.md): bulk jobs
 (builds, files, the service) keep torch, short calls take this runtime.
+
+Precision `int8` runs `body-int8.onnx`, the body with its linear layers' weights quantised to
+int8 and activations quantised per batch (ONNX Runtime's dynamic quantisation, made on first use);
+the word embeddings stay fp32. Faster on CPUs with int8 dot products (BENCHMARKS.md), but the
+vectors move (cosine to fp32 about 0.99), so it is a precision to build a bundle with, not to
+query an fp32 one.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import os
 import shutil
 import warnings
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import numpy as np
@@ -39,7 +47,8 @@ from babelink.home import babelink_home
 
 #: Bump when the export's files or graph change, so cached exports are made afresh.
 EXPORT_VERSION = 1
-_FILES = ("body.onnx", "word_embeddings.npy", "tokenizer.json", "export.json")
+_FILES = ("word_embeddings.npy", "tokenizer.json", "export.json")
+INT8_GRAPH = "body-int8.onnx"
 
 
 def export_directory(checkpoint: Path) -> Path:
@@ -96,7 +105,8 @@ class OnnxEncoder:
             raise BabelinkError(f"the ONNX runtime needs {error.name}: pip install babelink") from None
         self.path = checkpoint
         self.settings = settings
-        missing = [name for name in _FILES if not (export / name).is_file()]
+        graph = INT8_GRAPH if settings.precision == "int8" else "body.onnx"
+        missing = [name for name in (graph, *_FILES) if not (export / name).is_file()]
         if missing:
             raise BabelinkError(f"{export}: not an ONNX export (missing {', '.join(missing)})")
         self._embeddings = np.load(export / "word_embeddings.npy", mmap_mode="r")
@@ -104,7 +114,7 @@ class OnnxEncoder:
         self._tokenizer = Tokenizer.from_file(str(export / "tokenizer.json"))
         self._tokenizer.no_padding()
         self._tokenizer.enable_truncation(settings.max_length)
-        self._session = onnxruntime.InferenceSession(str(export / "body.onnx"), providers=["CPUExecutionProvider"])
+        self._session = onnxruntime.InferenceSession(str(export / graph), providers=["CPUExecutionProvider"])
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors in input order; batches are formed over inputs sorted by token count."""
@@ -142,5 +152,25 @@ def onnx_encoder(checkpoint: Path, settings: EncoderSettings) -> OnnxEncoder:
     checkpoint = require_checkpoint(checkpoint)
     export = export_directory(checkpoint)
     if not (export / "export.json").is_file():
-        export_encoder(TransformerEncoder(checkpoint, settings, device="cpu"), export)
+        export_encoder(TransformerEncoder(checkpoint, replace(settings, precision="fp32"), device="cpu"), export)
+    if settings.precision == "int8" and not (export / INT8_GRAPH).is_file():
+        quantize_export(export)
     return OnnxEncoder(checkpoint, export, settings)
+
+
+def quantize_export(export: Path) -> Path:
+    """Write `body-int8.onnx` beside `body.onnx`: int8 weights (one scale per output channel: per
+    tensor lost 1.4 points of XL-BEL Acc@1, per channel 0.4, notes.md) for every linear layer, activations
+    quantised per batch (ONNX Runtime's `quantize_dynamic`); written aside and renamed into place."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    target = export / INT8_GRAPH
+    partial = export / f".{INT8_GRAPH}.{os.getpid()}"
+    logging.disable(logging.WARNING)  # its advice to pre-process the graph is for static quantisation
+    try:
+        quantize_dynamic(str(export / "body.onnx"), str(partial), weight_type=QuantType.QInt8, per_channel=True)
+        os.replace(partial, target)
+    finally:
+        logging.disable(logging.NOTSET)
+        partial.unlink(missing_ok=True)
+    return target

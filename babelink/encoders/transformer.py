@@ -30,13 +30,15 @@ class EncoderSettings:
     prefix: str = ""  # prepended to every input, e.g. e5's "query: "
     max_length: int = 25  # tokens; 003 App. A.2 truncates names at 25
     batch_size: int = 128  # short names: larger batches amortise per-call overhead
-    precision: str = "auto"  # "fp32", "bf16" or "auto" (bf16 where the CPU computes it natively, fp16 on GPU)
+    # "fp32", "bf16" or "auto" (bf16 where the CPU computes it natively, fp16 on GPU): one vector space;
+    # "int8": ONNX Runtime with quantised linear layers (`encoders.onnx`), a space of its own
+    precision: str = "auto"
 
     def __post_init__(self):
         if self.pooling not in ("cls", "mean"):
             raise BabelinkError(f"encoder pooling must be 'cls' or 'mean', got {self.pooling!r}")
-        if self.precision not in ("auto", "fp32", "bf16", "fp16"):
-            raise BabelinkError(f"encoder precision must be auto, fp32, bf16 or fp16, got {self.precision!r}")
+        if self.precision not in ("auto", "fp32", "bf16", "fp16", "int8"):
+            raise BabelinkError(f"encoder precision must be auto, fp32, bf16, fp16 or int8, got {self.precision!r}")
         if self.max_length < 2 or self.batch_size < 1:
             raise BabelinkError("encoder max_length must be at least 2 and batch_size at least 1")
 
@@ -90,6 +92,8 @@ class TransformerEncoder:
 
     def _choose_autocast(self):
         torch, precision = self._torch, self.settings.precision
+        if precision == "int8":
+            raise BabelinkError("int8 encoding runs in ONNX Runtime: open the encoder with runtime='onnx'")
         if precision == "auto":
             return torch.float16 if self.device.type == "cuda" else cpu_autocast_dtype(self.device)
         return {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]

@@ -87,3 +87,28 @@ def test_a_changed_checkpoint_is_refused_in_the_onnx_runtime_too(tiny_encoder_di
         save_file({key: value * 1.5 for key, value in weights.items()}, str(checkpoint / "model.safetensors"))
     with pytest.raises(BundleError, match="fingerprint differs"):
         Linker.open(path, runtime="onnx")
+
+
+def test_int8_runs_in_onnx_runtime_and_a_bundle_built_in_int8_is_queried_in_int8(tiny_encoder_dir, tmp_path):
+    from babelink.encoders.onnx import OnnxEncoder
+    from babelink.encoders.transformer import EncoderSettings, TransformerEncoder
+
+    int8 = open_encoder(tiny_encoder_dir, precision="int8")  # whichever runtime is asked for
+    assert isinstance(int8, OnnxEncoder) and int8.describe()["precision"] == "int8"
+    full = open_encoder(tiny_encoder_dir, precision="fp32").encode(TEXTS)
+    quantised = int8.encode(TEXTS)
+    np.testing.assert_allclose(np.linalg.norm(quantised, axis=1), 1.0, rtol=1e-5)
+    assert 0.9 < (quantised * full).sum(axis=1).min() and not np.allclose(quantised, full, atol=1e-6)
+    with pytest.raises(BabelinkError, match="ONNX Runtime"):
+        TransformerEncoder(tiny_encoder_dir, EncoderSettings(precision="int8"))
+    builder = KnowledgeBaseBuilder()
+    for concept_id, name in [("C1", "asthma"), ("C2", "diabetes"), ("C3", "fever"), ("C4", "gout")]:
+        builder.add_name(concept_id, name)
+    path = build_bundle(builder.build(), tmp_path / "b", retriever="dense", encoder=tiny_encoder_dir,
+                        encoder_settings={"precision": "int8"})
+    linker = Linker.open(path)
+    assert linker.bundle.manifest["dense"]["encoder"]["precision"] == "int8"
+    assert isinstance(linker.encoder.encoder, OnnxEncoder)
+    found = linker.normalize(["asthma", "diabetes", "fever", "gout"], top_k=1)
+    assert [c[0].concept_id for c in found] == ["C1", "C2", "C3", "C4"]
+    assert min(c[0].score for c in found) > 0.9999  # names and queries share the int8 space
