@@ -1,7 +1,7 @@
 """Encoding speed of the bundled multilingual-e5-small on short KB names: fp32 vs bf16 autocast vs
 int8 dynamic quantisation of the linear layers, batches sorted by length vs in KB order, and
-babelink's ONNX Runtime encoder (the runtime of short CLI calls) (2 threads, batch 64, mean
-pooling, `query: ` prefix).
+babelink's ONNX Runtime encoder in fp32 (the runtime of short CLI calls) and int8 (`build
+--precision int8`) (2 threads, batch 64, mean pooling, `query: ` prefix).
 
     python benchmarks/encoder_speed.py [--data ../shared/data] [--no-write] [--names 2048]
 
@@ -42,6 +42,7 @@ def main() -> None:
 
     int8 = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
     onnx = open_encoder(DEFAULT, runtime="onnx", batch_size=64)
+    onnx_int8 = open_encoder(DEFAULT, precision="int8", batch_size=64)
 
     def encode(order: list[int], bf16: bool, network=model) -> np.ndarray:
         vectors = np.zeros((len(names), model.config.hidden_size), dtype=np.float32)
@@ -67,6 +68,8 @@ def main() -> None:
         ("bf16 autocast, sorted by length", lambda: encode(by_length, True)),
         ("int8 dynamic quantisation, sorted by length", lambda: encode(by_length, False, int8)),
         ("ONNX Runtime fp32, sorted by length (babelink's `onnx` runtime)", lambda: onnx.encode(names)),
+        ("ONNX Runtime int8 per channel, sorted by length (`build --precision int8`)",
+         lambda: onnx_int8.encode(names)),
     ):
         started = time.perf_counter()
         vectors = run()
