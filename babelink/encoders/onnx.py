@@ -19,7 +19,8 @@ Precision `int8` runs `body-int8.onnx`, the body with its linear layers' weights
 int8 and activations quantised per batch (ONNX Runtime's dynamic quantisation, made on first use);
 the word embeddings stay fp32. Faster on CPUs with int8 dot products (BENCHMARKS.md), but the
 vectors move (cosine to fp32 about 0.99), so it is a precision to build a bundle with, not to
-query an fp32 one.
+query an fp32 one; and since an activation scale covers a whole batch, a text's vector depends a
+little on the texts batched with it (cosine 0.995–0.997 to the text encoded alone, notes.md).
 """
 
 from __future__ import annotations
