@@ -110,12 +110,16 @@ class OnnxEncoder:
         missing = [name for name in (graph, *_FILES) if not (export / name).is_file()]
         if missing:
             raise BabelinkError(f"{export}: not an ONNX export (missing {', '.join(missing)})")
-        self._embeddings = np.load(export / "word_embeddings.npy", mmap_mode="r")
+        try:
+            self._embeddings = np.load(export / "word_embeddings.npy", mmap_mode="r")
+            self._tokenizer = Tokenizer.from_file(str(export / "tokenizer.json"))
+            self._session = onnxruntime.InferenceSession(str(export / graph), providers=["CPUExecutionProvider"])
+        except Exception as error:  # noqa: BLE001 — tokenizers and ONNX Runtime raise bare Exception subclasses
+            raise BabelinkError(f"{export}: damaged ONNX export ({error}); remove that directory and the next "
+                                "call exports the checkpoint again") from None
         self.dimension = int(self._embeddings.shape[1])
-        self._tokenizer = Tokenizer.from_file(str(export / "tokenizer.json"))
         self._tokenizer.no_padding()
         self._tokenizer.enable_truncation(settings.max_length)
-        self._session = onnxruntime.InferenceSession(str(export / graph), providers=["CPUExecutionProvider"])
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors in input order; batches are formed over inputs sorted by token count."""
@@ -152,7 +156,7 @@ def onnx_encoder(checkpoint: Path, settings: EncoderSettings) -> OnnxEncoder:
     """The ONNX encoder of `checkpoint`, exporting it first (once, with torch) where no export exists."""
     checkpoint = require_checkpoint(checkpoint)
     export = export_directory(checkpoint)
-    if not (export / "export.json").is_file():
+    if not all((export / name).is_file() for name in ("body.onnx", *_FILES)):
         export_encoder(TransformerEncoder(checkpoint, replace(settings, precision="fp32"), device="cpu"), export)
     if settings.precision == "int8" and not (export / INT8_GRAPH).is_file():
         quantize_export(export)

@@ -112,3 +112,14 @@ def test_int8_runs_in_onnx_runtime_and_a_bundle_built_in_int8_is_queried_in_int8
     found = linker.normalize(["asthma", "diabetes", "fever", "gout"], top_k=1)
     assert [c[0].concept_id for c in found] == ["C1", "C2", "C3", "C4"]
     assert min(c[0].score for c in found) > 0.9999  # names and queries share the int8 space
+
+
+def test_a_damaged_export_is_made_again_or_named(tiny_encoder_dir):
+    open_encoder(tiny_encoder_dir, runtime="onnx")
+    export = export_directory(tiny_encoder_dir)
+    (export / "word_embeddings.npy").unlink()  # incomplete: exported again
+    assert open_encoder(tiny_encoder_dir, runtime="onnx").encode(["asthma"]).shape == (1, 32)
+    (export / "body.onnx").write_bytes(b"not a graph")
+    with pytest.raises(BabelinkError, match="damaged ONNX export.*remove that directory"):
+        open_encoder(tiny_encoder_dir, runtime="onnx")
+    shutil.rmtree(export)
