@@ -107,10 +107,9 @@ class OnnxEncoder:
         self.path = checkpoint
         self.settings = settings
         graph = INT8_GRAPH if settings.precision == "int8" else "body.onnx"
-        missing = [name for name in (graph, *_FILES) if not (export / name).is_file()]
-        if missing:
-            raise BabelinkError(f"{export}: not an ONNX export (missing {', '.join(missing)})")
         try:
+            # the checkpoint's fingerprint, computed once when the export was named and written
+            self._fingerprint = json.loads((export / "export.json").read_text())["fingerprint"]
             self._embeddings = np.load(export / "word_embeddings.npy", mmap_mode="r")
             self._tokenizer = Tokenizer.from_file(str(export / "tokenizer.json"))
             self._session = onnxruntime.InferenceSession(str(export / graph), providers=["CPUExecutionProvider"])
@@ -148,7 +147,7 @@ class OnnxEncoder:
         return pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
 
     def describe(self) -> dict:
-        return {"path": str(self.path), "fingerprint": checkpoint_fingerprint(self.path), "dimension": self.dimension,
+        return {"path": str(self.path), "fingerprint": self._fingerprint, "dimension": self.dimension,
                 **asdict(self.settings)}
 
 

@@ -103,8 +103,7 @@ class Linker:
             model = DualModel(model)
         loaded, encoder = load_bundle_with_encoder(bundle, runtime)
         return cls(loaded, encoder=encoder and CachedEncoder(encoder), link_params=LinkParams(**params),
-                   context_filter=filter, detector=ner,
-                   name_filter=name_filter, model=model)
+                   context_filter=filter, detector=ner, name_filter=name_filter, model=model)
 
     def with_options(self, **changes) -> Linker:
         """This linker with other `link_params`, `context_filter` or `detector`; the bundle,
