@@ -35,6 +35,7 @@ from babelink.index.sparse import TfidfNameIndex, TfidfParams
 from babelink.kb.augment import DftRecord
 from babelink.kb.base import KnowledgeBase
 from babelink.kb.store import load_kb, save_kb
+from babelink.retrieve.calibration import script_shares
 from babelink.retrieve.generators import HybridParams
 from babelink.translate import (
     ENGLISH_WORDS_FILE,
@@ -80,6 +81,12 @@ class Bundle:
         stored = f"{TRANSLATIONS}/{ENGLISH_WORDS_FILE}" in self.manifest["files"]  # not in bundles built before
         words = load_english_words(self.path / TRANSLATIONS) if stored else english_words(self.kb)
         return Renderer(self.lexicon, words)
+
+    @cached_property
+    def scripts(self) -> dict[str, float]:
+        """Share of the name strings in each script (`calibration.script_shares`), as the build
+        recorded it (computed for bundles built before it did: 0.2 s of every load)."""
+        return self.manifest["kb"].get("scripts") or script_shares(self.names.strings)
 
     @cached_property
     def provenance(self) -> dict:
@@ -163,13 +170,13 @@ def build_bundle(
     started = time.perf_counter()
     staging = staging_directory(out)
     try:
-        files, strings = _write_indexes(kb, staging, sparse_params, dense_encoder, dense_params, progress)
+        files, names = _write_indexes(kb, staging, sparse_params, dense_encoder, dense_params, progress)
         manifest = {
             "format_version": FORMAT_VERSION,
             "build_id": uuid.uuid4().hex,
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "kb": {"source": kb_source or {}, "concepts": len(kb), "names": kb.num_names, "strings": strings,
-                   "languages": kb.languages(), "hash": kb.content_hash()},
+            "kb": {"source": kb_source or {}, "concepts": len(kb), "names": kb.num_names, "strings": len(names),
+                   "languages": kb.languages(), "hash": kb.content_hash(), "scripts": script_shares(names.strings)},
             "retriever": retriever,
             "sparse": asdict(sparse_params),
         }
@@ -181,10 +188,10 @@ def build_bundle(
             manifest["hybrid"] = asdict(hybrid_params or HybridParams())
         if spans is not None:
             # training spans number thousands, not millions: an exact index whatever the KB's
-            spans_files, spans_strings = _write_indexes(spans, staging / "spans", sparse_params, dense_encoder,
-                                                        DenseParams(kind="flat"), None)
+            spans_files, spans_names = _write_indexes(spans, staging / "spans", sparse_params, dense_encoder,
+                                                      DenseParams(kind="flat"), None)
             files += spans_files
-            manifest["spans"] = {"concepts": len(spans), "names": spans.num_names, "strings": spans_strings,
+            manifest["spans"] = {"concepts": len(spans), "names": spans.num_names, "strings": len(spans_names),
                                  "switch_threshold": switch_threshold}
         if translations is not None:
             files += [*translations.save(staging / TRANSLATIONS), save_english_words(kb, staging / TRANSLATIONS)]
@@ -204,7 +211,7 @@ def build_bundle(
     return out
 
 
-def _write_indexes(kb, directory: Path, sparse_params, encoder, dense_params, progress) -> tuple[list[Path], int]:
+def _write_indexes(kb, directory: Path, sparse_params, encoder, dense_params, progress) -> tuple[list[Path], NameTable]:
     """KB tables, name strings, TF-IDF and (with an encoder) FAISS index under `directory`."""
     directory.mkdir(exist_ok=True)
     files = save_kb(kb, directory / "kb")
@@ -220,7 +227,7 @@ def _write_indexes(kb, directory: Path, sparse_params, encoder, dense_params, pr
         vectors = embed_strings(encoder.encode, names.strings, progress=tick)
         (directory / "dense").mkdir()
         files += DenseNameIndex.build(vectors, dense_params).save(directory / "dense")
-    return files, len(names)
+    return files, names
 
 
 def read_manifest(path: str | Path) -> dict:

@@ -34,6 +34,7 @@ from babelink.index.names import NameTable
 from babelink.index.sparse import TfidfNameIndex
 from babelink.kb.base import KnowledgeBase
 from babelink.kb.store import save_kb
+from babelink.retrieve.calibration import script_shares
 from babelink.translate import save_english_words
 
 #: Share of the new names' n-grams missing from the TF-IDF vocabulary above which it is refitted.
@@ -111,7 +112,8 @@ def _write_manifest(staging: Path, bundle: Bundle, kb: KnowledgeBase, names: Nam
     manifest = dict(bundle.manifest)
     manifest["build_id"] = uuid.uuid4().hex
     manifest["kb"] = {**manifest["kb"], "concepts": len(kb), "names": kb.num_names, "strings": len(names),
-                      "languages": kb.languages(), "hash": kb.content_hash()}
+                      "languages": kb.languages(), "hash": kb.content_hash(),
+                      "scripts": script_shares(names.strings)}
     manifest["updates"] = [*manifest.get("updates", []), update]
     manifest.update(file_records(staging, (file for file in staging.rglob("*")
                                             if file.is_file() and file.name != MANIFEST)))

@@ -7,6 +7,10 @@ then *rescore* computes the exact cosine of each shortlisted string over all n-g
 sharing only common n-grams with the query cannot reach a high cosine, so the shortlist keeps
 the true top-k; a query whose shortlist comes out shorter than k (say, one made only of common
 n-grams) is scored exhaustively. `benchmarks/normalization.py` measures the agreement.
+
+The name matrix and its inverted index (the transpose, one row of strings per n-gram) are both
+stored as plain `.npy` arrays and memory-mapped on load: building the inverted index and reading
+a compressed matrix took half a second of every CLI call.
 """
 
 from __future__ import annotations
@@ -25,8 +29,12 @@ from babelink.fsutil import column_array, read_parquet
 from babelink.index.ngrams import NgramVectorizer
 
 VOCABULARY_FILE = "tfidf_vocabulary.parquet"
-MATRIX_FILE = "tfidf_matrix.npz"
 PARAMS_FILE = "tfidf_params.json"
+#: The CSR arrays of the name matrix and of its inverted index, `<stem>.<array>.npy`.
+MATRIX_STEM, POSTINGS_STEM = "tfidf_matrix", "tfidf_postings"
+_CSR_ARRAYS = ("data", "indices", "indptr")
+#: Where bundles built before the arrays were stored keep the name matrix (inverted index computed on load).
+LEGACY_MATRIX_FILE = "tfidf_matrix.npz"
 
 
 @dataclass(frozen=True)
@@ -54,11 +62,12 @@ class TfidfNameIndex:
     Fitting uses scikit-learn's `TfidfVectorizer`; queries are vectorised by `NgramVectorizer`,
     which reproduces it without importing scikit-learn on every load."""
 
-    def __init__(self, params: TfidfParams, vectorizer: NgramVectorizer, matrix: sp.csr_matrix):
+    def __init__(self, params: TfidfParams, vectorizer: NgramVectorizer, matrix: sp.csr_matrix,
+                 postings: sp.csr_matrix | None = None):
         self.params = params
         self.vectorizer = vectorizer
         self.matrix = matrix  # (strings × n-grams), rows L2-normalised
-        self._prepare_search()
+        self._prepare_search(self.matrix.T.tocsr() if postings is None else postings)
 
     @staticmethod
     def _vectorizer(params: TfidfParams, terms: list[str], idf: np.ndarray) -> NgramVectorizer:
@@ -75,16 +84,16 @@ class TfidfNameIndex:
                                  lowercase=False, sublinear_tf=params.sublinear_tf, min_df=1, max_df=1.0,
                                  dtype=np.float32)
         matrix = fitted.fit_transform(strings).tocsr()
+        matrix.sort_indices()  # canonical: the stored, read-only arrays are never sorted in place
         terms = sorted(fitted.vocabulary_, key=fitted.vocabulary_.__getitem__)
         return cls(params, cls._vectorizer(params, terms, fitted.idf_), matrix)
 
-    def _prepare_search(self) -> None:
+    def _prepare_search(self, postings: sp.csr_matrix) -> None:
         idf = self.vectorizer.idf
         self._unseen_idf = float(idf.max()) + float(np.log(2.0)) if len(idf) else 1.0
-        postings = np.bincount(self.matrix.indices, minlength=self.matrix.shape[1])
         limit = max(self.params.min_posting_limit, self.params.max_posting_fraction * self.matrix.shape[0])
-        self._selective = sp.diags((postings <= limit).astype(np.float32)).tocsr()
-        self._postings = self.matrix.T.tocsr()  # n-grams × strings: an inverted index
+        self._selective = sp.diags((np.diff(postings.indptr) <= limit).astype(np.float32)).tocsr()
+        self._postings = postings  # n-grams × strings: an inverted index
         self._searchable = self.matrix.shape[0]  # strings a search may return (`restricted`)
 
     def transform(self, strings: list[str]) -> sp.csr_matrix:
@@ -133,18 +142,40 @@ class TfidfNameIndex:
         return np.asarray(self.matrix[string_rows].multiply(queries[query_rows]).sum(axis=1)).ravel()
 
     def save(self, directory: Path) -> list[Path]:
-        paths = [directory / VOCABULARY_FILE, directory / MATRIX_FILE, directory / PARAMS_FILE]
+        paths = [directory / VOCABULARY_FILE, directory / PARAMS_FILE]
         pq.write_table(pa.table({"ngram": self.vectorizer.terms, "idf": self.vectorizer.idf}), paths[0])
-        sp.save_npz(paths[1], self.matrix, compressed=False)
-        paths[2].write_text(json.dumps(asdict(self.params), indent=2))
-        return paths
+        paths[1].write_text(json.dumps(asdict(self.params), indent=2))
+        return [*paths, *_save_csr(self.matrix, directory, MATRIX_STEM),
+                *_save_csr(self._postings, directory, POSTINGS_STEM)]
 
     @classmethod
     def load(cls, directory: Path) -> TfidfNameIndex:
         params = TfidfParams(**json.loads((directory / PARAMS_FILE).read_text()))
         table = read_parquet(directory / VOCABULARY_FILE)
         vectorizer = cls._vectorizer(params, table.column("ngram").to_pylist(), column_array(table, "idf"))
-        return cls(params, vectorizer, sp.load_npz(directory / MATRIX_FILE).tocsr())
+        if (directory / LEGACY_MATRIX_FILE).is_file():
+            return cls(params, vectorizer, sp.load_npz(directory / LEGACY_MATRIX_FILE).tocsr())
+        matrix = _load_csr(directory, MATRIX_STEM, columns=len(vectorizer.terms))
+        postings = _load_csr(directory, POSTINGS_STEM, columns=matrix.shape[0])
+        if postings.shape[0] != matrix.shape[1]:
+            raise ValueError(f"{directory}: the inverted index has {postings.shape[0]} n-grams, the matrix "
+                             f"{matrix.shape[1]}")
+        return cls(params, vectorizer, matrix, postings)
+
+
+def _save_csr(matrix: sp.csr_matrix, directory: Path, stem: str) -> list[Path]:
+    paths = [directory / f"{stem}.{name}.npy" for name in _CSR_ARRAYS]
+    for path, name in zip(paths, _CSR_ARRAYS, strict=True):
+        np.save(path, getattr(matrix, name), allow_pickle=False)
+    return paths
+
+
+def _load_csr(directory: Path, stem: str, columns: int) -> sp.csr_matrix:
+    """A CSR matrix over memory-mapped, read-only arrays: pages are read as searches touch them."""
+    data, indices, indptr = (np.load(directory / f"{stem}.{name}.npy", mmap_mode="r") for name in _CSR_ARRAYS)
+    if len(data) != len(indices) or not len(indptr) or indptr[-1] != len(data):
+        raise ValueError(f"{directory}: the arrays of {stem} do not form a sparse matrix")
+    return sp.csr_matrix((data, indices, indptr), shape=(len(indptr) - 1, columns), copy=False)
 
 
 def _top_k_rows(scores: sp.csr_matrix, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -21,7 +21,7 @@ from babelink.link.context_filter import ContextFilter
 from babelink.link.documents import DocumentLinker, LinkParams
 from babelink.link.mentions import LinkedDocument
 from babelink.link.ngram_search import LinkedPart, ngram_search
-from babelink.retrieve.calibration import CALIBRATION_FILE, Calibration, Calibrator, check_probability, script_shares
+from babelink.retrieve.calibration import CALIBRATION_FILE, Calibration, Calibrator, check_probability
 from babelink.retrieve.candidate import Candidate, CandidateGenerator, check_top_k
 from babelink.retrieve.factory import generator_for
 from babelink.retrieve.filters import NameFilter
@@ -156,7 +156,7 @@ class Linker:
             return None
         own = self.bundle.path / CALIBRATION_FILE
         calibrator = Calibrator.load(own if CALIBRATION_FILE in self.bundle.manifest["files"] else None)
-        return Calibration(calibrator, script_shares(self.bundle.names.strings))
+        return Calibration(calibrator, self.bundle.scripts)
 
     def normalize(self, mentions: str | Sequence[str], top_k: int = 5, lang: str | None = None,
                   min_probability: float = 0.0) -> list[Candidate] | list[list[Candidate]]:

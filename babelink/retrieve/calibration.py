@@ -57,7 +57,7 @@ def script_of(text: str) -> str:
 
 @functools.cache
 def _script_of_letter(char: str) -> str:
-    # cached: every bundle load takes the script of each of its name strings (`script_shares`)
+    # cached: a build takes the script of each of its name strings (`script_shares`)
     return unicodedata.name(char, "UNKNOWN").split(" ")[0]
 
 

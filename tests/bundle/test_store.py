@@ -32,6 +32,7 @@ def test_round_trip(kb, tmp_path):
     bundle = load_bundle(path)
     assert bundle.kb.content_hash() == kb.content_hash()
     assert bundle.manifest["kb"]["concepts"] == 3 and bundle.manifest["retriever"] == "sparse"
+    assert bundle.scripts == bundle.manifest["kb"]["scripts"] == {"LATIN": 1.0}  # recorded at build
     linker = Linker(bundle)
     [top] = linker.normalize("infarto de miocardio", top_k=1)
     assert (top.concept_id, top.name, top.matched_name, top.score) == (

@@ -15,7 +15,7 @@ from babelink.kb.base import KnowledgeBaseBuilder
 from babelink.link.linker import Linker
 
 BASE = {"C1": ["Myocardial infarction"], "C2": ["Asthma"], "C3": ["Diabetes mellitus"]}
-ADDED = {"C1": ["Heart attack"], "C4": ["Gout", "Podagra"]}
+ADDED = {"C1": ["Heart attack"], "C4": ["Gout", "Podagra", "痛风"]}
 
 
 def knowledge_base(names: dict[str, list[str]]):
@@ -33,14 +33,15 @@ def test_added_names_are_found_as_after_a_rebuild(tmp_path, tiny_encoder_dir, re
     updated = update_bundle(path, knowledge_base(ADDED), tmp_path / "u", source="added.tsv")
     rebuilt = build_bundle(knowledge_base({**BASE, "C1": BASE["C1"] + ADDED["C1"], "C4": ADDED["C4"]}),
                            tmp_path / "r", retriever=retriever, **encoder)
-    queries = ["heart attack", "podagra", "gout", "asthma", "myocardial infarction"]
+    queries = ["heart attack", "podagra", "gout", "asthma", "myocardial infarction", "痛风"]
     by_update, by_rebuild = (Linker.open(p).normalize(queries, top_k=2) for p in (updated, rebuilt))
-    assert [c[0].concept_id for c in by_update] == ["C1", "C4", "C4", "C2", "C1"]
+    assert [c[0].concept_id for c in by_update] == ["C1", "C4", "C4", "C2", "C1", "C4"]
     assert [[(c.concept_id, round(c.score, 4)) for c in found] for found in by_update][1:3] == [
         [(c.concept_id, round(c.score, 4)) for c in found] for found in by_rebuild][1:3]
     manifest = load_bundle(updated, verify=True).manifest
-    assert manifest["kb"]["concepts"] == 4 and manifest["kb"]["names"] == 6
-    assert manifest["updates"][0] | {"source": "added.tsv", "names": 3, "new_concepts": 1, "new_strings": 3} == (
+    assert manifest["kb"]["concepts"] == 4 and manifest["kb"]["names"] == 7
+    assert manifest["kb"]["scripts"] == {"LATIN": 6 / 7, "CJK": 1 / 7}  # the new names' scripts counted
+    assert manifest["updates"][0] | {"source": "added.tsv", "names": 4, "new_concepts": 1, "new_strings": 4} == (
         manifest["updates"][0])
     assert load_bundle(path).manifest["kb"]["concepts"] == 3  # --out leaves the original as it was
 

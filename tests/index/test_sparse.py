@@ -80,6 +80,32 @@ def test_index_save_load_round_trip(tmp_path):
     assert loaded.params == index.params
     assert (loaded.transform(["fiever"]) != index.transform(["fiever"])).nnz == 0
     assert loaded.search(["fiever"], 3)[0].tolist() == index.search(["fiever"], 3)[0].tolist()
+    # Memory-mapped, read-only: a search, a filtered view and a rescoring must never write to them.
+    assert not loaded.matrix.data.flags.writeable
+    restricted = loaded.restricted(np.arange(len(table)) % 2 == 0)
+    assert set(restricted.search(["heart attack", "fever"], 3)[0].ravel()) <= set(range(0, len(table), 2)) | {-1}
+
+
+def test_bundles_that_stored_only_the_compressed_matrix_still_load(tmp_path):
+    import scipy.sparse as sp
+
+    from babelink.index.sparse import LEGACY_MATRIX_FILE
+
+    index = TfidfNameIndex.fit(NameTable.from_kb(tiny_kb()).strings)
+    index.save(tmp_path)
+    for stored in tmp_path.glob("tfidf_*.npy"):
+        stored.unlink()
+    sp.save_npz(tmp_path / LEGACY_MATRIX_FILE, index.matrix, compressed=False)
+    loaded = TfidfNameIndex.load(tmp_path)
+    assert loaded.search(["heart atack"], 3)[1].tolist() == index.search(["heart atack"], 3)[1].tolist()
+
+
+def test_stored_arrays_that_do_not_fit_together_are_an_error_naming_the_directory(tmp_path):
+    index = TfidfNameIndex.fit(NameTable.from_kb(tiny_kb()).strings)
+    index.save(tmp_path)
+    np.save(tmp_path / "tfidf_postings.indices.npy", np.zeros(3, dtype=np.int32))
+    with pytest.raises(ValueError, match=str(tmp_path)):
+        TfidfNameIndex.load(tmp_path)
 
 
 def test_unknown_ngrams_give_no_candidates():
