@@ -25,6 +25,8 @@ little on the texts batched with it (cosine 0.995–0.997 to the text encoded al
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import logging
 import os
@@ -48,7 +50,8 @@ from babelink.home import babelink_home
 
 #: Bump when the export's files or graph change, so cached exports are made afresh.
 EXPORT_VERSION = 1
-_FILES = ("word_embeddings.npy", "tokenizer.json", "export.json")
+TOKENIZER_FILE = "tokenizer.json"
+_FILES = ("word_embeddings.npy", TOKENIZER_FILE, "export.json")
 INT8_GRAPH = "body-int8.onnx"
 
 
@@ -85,7 +88,7 @@ def export_encoder(encoder: TransformerEncoder, out: Path) -> Path:
                               dynamic_axes={"inputs_embeds": axes, "attention_mask": axes, "last_hidden_state": axes},
                               opset_version=17, dynamo=False)
         np.save(staging / "word_embeddings.npy", embeddings.numpy())
-        encoder.tokenizer.backend_tokenizer.save(str(staging / "tokenizer.json"))
+        encoder.tokenizer.backend_tokenizer.save(str(staging / TOKENIZER_FILE))
         (staging / "export.json").write_text(json.dumps(
             {"fingerprint": checkpoint_fingerprint(encoder.path), "version": EXPORT_VERSION}))
         replace_directory(staging, out)
@@ -101,24 +104,41 @@ class OnnxEncoder:
     def __init__(self, checkpoint: Path, export: Path, settings: EncoderSettings):
         try:
             import onnxruntime
-            from tokenizers import Tokenizer
+            import tokenizers  # noqa: F401 — checked here, used by `_tokenizer`
         except ImportError as error:
             raise BabelinkError(f"the ONNX runtime needs {error.name}: pip install babelink") from None
         self.path = checkpoint
         self.settings = settings
+        self._export = export
         graph = INT8_GRAPH if settings.precision == "int8" else "body.onnx"
-        try:
+        with self._damage_reported():
             # the checkpoint's fingerprint, computed once when the export was named and written
             self._fingerprint = json.loads((export / "export.json").read_text())["fingerprint"]
             self._embeddings = np.load(export / "word_embeddings.npy", mmap_mode="r")
-            self._tokenizer = Tokenizer.from_file(str(export / "tokenizer.json"))
             self._session = onnxruntime.InferenceSession(str(export / graph), providers=["CPUExecutionProvider"])
-        except Exception as error:  # noqa: BLE001 — tokenizers and ONNX Runtime raise bare Exception subclasses
-            raise BabelinkError(f"{export}: damaged ONNX export ({error}); remove that directory and the next "
-                                "call exports the checkpoint again") from None
+            if not (export / TOKENIZER_FILE).is_file():
+                raise FileNotFoundError(f"no {TOKENIZER_FILE}")
         self.dimension = int(self._embeddings.shape[1])
-        self._tokenizer.no_padding()
-        self._tokenizer.enable_truncation(settings.max_length)
+
+    @functools.cached_property
+    def _tokenizer(self):
+        """Parsed on first use, not at load: parsing holds the GIL for 0.7 s, which would stall a
+        bundle loading beside the encoder (`load_bundle_with_encoder`) while the session builds."""
+        from tokenizers import Tokenizer
+
+        with self._damage_reported():
+            tokenizer = Tokenizer.from_file(str(self._export / TOKENIZER_FILE))
+        tokenizer.no_padding()
+        tokenizer.enable_truncation(self.settings.max_length)
+        return tokenizer
+
+    @contextlib.contextmanager
+    def _damage_reported(self):
+        try:
+            yield
+        except Exception as error:  # noqa: BLE001 — tokenizers and ONNX Runtime raise bare Exception subclasses
+            raise BabelinkError(f"{self._export}: damaged ONNX export ({error}); remove that directory and the next "
+                                "call exports the checkpoint again") from None
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors in input order; batches are formed over inputs sorted by token count."""

@@ -16,8 +16,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import stopwordsiso
 
@@ -56,8 +56,8 @@ class Lexicon:
         self._senses = senses if senses is not None else {}
         self.sources = list(sources)
         self._table = table
-        stored = set(table.column("lang").unique().to_pylist()) if table is not None else set()
-        self.languages = sorted(stored | set(self._senses))
+        self._rows: dict[str, tuple[int, int]] = _language_rows(table) if table is not None else {}
+        self.languages = sorted(set(self._rows) | set(self._senses))
 
     def entries(self, lang: str) -> dict[str, tuple[str, ...]]:
         if lang not in self._senses:
@@ -65,10 +65,10 @@ class Lexicon:
         return self._senses[lang]
 
     def _entries_from_table(self, lang: str) -> dict[str, tuple[str, ...]]:
-        if self._table is None:
+        if lang not in self._rows:
             return {}
-        rows = self._table.filter(pc.equal(self._table.column("lang"), lang)).sort_by(
-            [("foreign", "ascending"), ("sense", "ascending")])
+        start, stop = self._rows[lang]
+        rows = self._table.slice(start, stop - start)
         entries: dict[str, tuple[str, ...]] = {}
         for foreign, english in zip(rows.column("foreign").to_pylist(), rows.column("english").to_pylist()):
             entries[foreign] = entries.get(foreign, ()) + (english,)
@@ -82,7 +82,9 @@ class Lexicon:
         }
 
     def save(self, directory: Path) -> list[Path]:
-        """One Parquet table `(lang, foreign, english, sense)`, dictionary-encoded: compact."""
+        """One Parquet table `(lang, foreign, english, sense)`, dictionary-encoded: compact. Rows
+        are grouped by language and each word's senses follow each other, best first: a
+        language's entries are read back as one slice of the table."""
         rows = [(lang, foreign, english, rank) for lang in self.languages
                 for foreign, renderings in self.entries(lang).items() for rank, english in enumerate(renderings)]
         columns = list(zip(*rows)) if rows else [[], [], [], []]
@@ -97,6 +99,22 @@ class Lexicon:
     def load(cls, directory: Path, sources: Sequence[dict] = ()) -> Lexicon:
         return cls(sources=[LexiconSource(**source) for source in sources],
                    table=read_parquet(directory / TABLE).combine_chunks())
+
+
+def _language_rows(table: pa.Table) -> dict[str, tuple[int, int]]:
+    """Each language's `[start, stop)` rows in a table `Lexicon.save` wrote. Found from the
+    dictionary codes rather than by comparing strings in `pyarrow.compute`, which imports pandas
+    (0.15 s of a CLI call that renders a mention)."""
+    if table.num_rows == 0:
+        return {}
+    codes = table.column("lang").combine_chunks().dictionary_encode()
+    indices = np.frombuffer(codes.indices.buffers()[1], dtype=np.int32)[codes.indices.offset :][: len(codes)]
+    starts = np.flatnonzero(np.diff(indices, prepend=-1))
+    if len(starts) != len(codes.dictionary):
+        raise ValueError("lexicon table: a language's rows are not contiguous")
+    stops = [*starts[1:], len(indices)]
+    return {codes.dictionary[int(indices[start])].as_py(): (int(start), int(stop))
+            for start, stop in zip(starts, stops, strict=True)}
 
 
 def read_lexicons(specs: Iterable[str | Path]) -> Lexicon:

@@ -17,6 +17,7 @@ from babelink.encoders.onnx import export_directory
 from babelink.errors import BabelinkError, BundleError
 from babelink.kb.base import KnowledgeBaseBuilder
 from babelink.link.linker import Linker
+from babelink.translate import read_lexicons
 
 TEXTS = ["asthma", "diabetes mellitus type 2", "", "fièvre aiguë", "ü", "a" * 80, "myocardial infarction"]
 
@@ -60,19 +61,21 @@ def test_wrong_paths_and_runtimes_are_clear_errors(tmp_path):
         open_encoder(tmp_path, runtime="tensorflow")
 
 
-def test_a_bundle_answers_alike_in_both_runtimes_and_onnx_never_imports_torch(tiny_encoder_dir, tmp_path):
+def test_a_bundle_answers_alike_in_both_runtimes_and_onnx_never_imports_torch_or_pandas(tiny_encoder_dir, tmp_path):
     builder = KnowledgeBaseBuilder()
     for concept_id, name in [("C1", "asthma"), ("C2", "diabetes"), ("C3", "fever"), ("C4", "gout")]:
         builder.add_name(concept_id, name)
-    path = build_bundle(builder.build(), tmp_path / "b", retriever="dense", encoder=tiny_encoder_dir)
+    (tmp_path / "en-es.tsv").write_text("fever\tfiebre\n", encoding="utf-8")
+    path = build_bundle(builder.build(), tmp_path / "b", retriever="dense", encoder=tiny_encoder_dir,
+                        translations=read_lexicons([tmp_path / "en-es.tsv"]))
     queries = ["asthma", "diabetis", "gut", "fevers"]
     by_torch = Linker.open(path).normalize(queries, top_k=4)
     by_onnx = Linker.open(path, runtime="onnx").normalize(queries, top_k=4)
     assert [[(c.concept_id, round(c.score, 4)) for c in found] for found in by_onnx] == [
         [(c.concept_id, round(c.score, 4)) for c in found] for found in by_torch]
     script = ("import sys; from babelink.link.linker import Linker;"
-              f"Linker.open({str(path)!r}, runtime='onnx').normalize(['asthma']);"
-              "assert not {'torch', 'transformers', 'sklearn'} & set(sys.modules), 'imported'")
+              f"Linker.open({str(path)!r}, runtime='onnx').normalize(['asthma', 'fiebre alta']);"
+              "assert not {'torch', 'transformers', 'sklearn', 'pandas'} & set(sys.modules), 'imported'")
     subprocess.run([sys.executable, "-c", script], check=True)
 
 
@@ -119,6 +122,10 @@ def test_a_damaged_export_is_made_again_or_named(tiny_encoder_dir):
     export = export_directory(tiny_encoder_dir)
     (export / "word_embeddings.npy").unlink()  # incomplete: exported again
     assert open_encoder(tiny_encoder_dir, runtime="onnx").encode(["asthma"]).shape == (1, 32)
+    (export / "tokenizer.json").write_text("{")  # parsed on first use: the error comes then
+    encoder = open_encoder(tiny_encoder_dir, runtime="onnx")
+    with pytest.raises(BabelinkError, match="damaged ONNX export.*remove that directory"):
+        encoder.encode(["asthma"])
     (export / "body.onnx").write_bytes(b"not a graph")
     with pytest.raises(BabelinkError, match="damaged ONNX export.*remove that directory"):
         open_encoder(tiny_encoder_dir, runtime="onnx")
