@@ -114,7 +114,10 @@ class TfidfNameIndex:
 
     def search(self, strings: list[str], k: int) -> tuple[np.ndarray, np.ndarray]:
         """Top-k string indices and cosine scores per query, best first; -1 / 0.0 pad missing hits."""
-        queries = self.transform(strings)
+        return self.search_vectors(self.transform(strings), k)
+
+    def search_vectors(self, queries: sp.csr_matrix, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """`search` of queries already vectorised by `transform`."""
         postings = self._postings
         if self.params.exhaustive:
             return _top_k_rows(queries @ postings, k)

@@ -182,7 +182,7 @@ class HybridGenerator:
         pool = max(self.params.pool, top_k * SparseGenerator.STRINGS_PER_CONCEPT)
         sparse_queries = self._sparse.transform(normalized)
         vectors = self._encoder.encode(normalized)
-        sparse_rows, _ = self._sparse.search(normalized, pool)
+        sparse_rows, _ = self._sparse.search_vectors(sparse_queries, pool)
         dense_rows, _ = self._dense.search(vectors, pool, self._strings)
         query_rows, string_rows = _union_per_query(np.concatenate([sparse_rows, dense_rows], axis=1))
         sparse_scores = self._sparse.score_pairs(sparse_queries, query_rows, string_rows).astype(np.float64)
