@@ -156,16 +156,25 @@ _NUMPY_TYPES = {"uint8": "u1", "int32": "i4", "int64": "i8", "float": "f4", "dou
 
 
 def column_array(table: pa.Table, name: str) -> np.ndarray:
-    """A numeric or boolean column without nulls as a NumPy array, read from its buffer: pyarrow's
-    `to_numpy` imports pandas (0.15 s of start-up) to do the same."""
+    """A numeric or boolean column without nulls as a NumPy array (`array_values`)."""
+    try:
+        return array_values(table.column(name).combine_chunks())
+    except ValueError:
+        raise ValueError(f"column {name!r} is not numeric without missing values") from None
+
+
+def array_values(array: pa.Array) -> np.ndarray:
+    """A numeric or boolean Arrow array without nulls as a NumPy array, read from its buffer:
+    pyarrow's `to_numpy` imports pandas (0.15 s of start-up) to do the same."""
     import pyarrow as pa
 
-    column = table.column(name).combine_chunks()
-    if column.null_count or str(column.type) not in (*_NUMPY_TYPES, "bool"):
-        raise ValueError(f"column {name!r} is not numeric without missing values")
-    boolean = pa.types.is_boolean(column.type)
+    if array.null_count or str(array.type) not in (*_NUMPY_TYPES, "bool"):
+        raise ValueError(f"a {array.type} array with {array.null_count} nulls is not numeric without missing values")
+    boolean = pa.types.is_boolean(array.type)
     if boolean:
-        column = column.cast(pa.uint8())
-    values = np.frombuffer(column.buffers()[1], dtype=_NUMPY_TYPES[str(column.type)])
-    values = values[column.offset : column.offset + len(column)]
+        array = array.cast(pa.uint8())
+    if not len(array):
+        return np.zeros(0, dtype=bool if boolean else _NUMPY_TYPES[str(array.type)])
+    values = np.frombuffer(array.buffers()[1], dtype=_NUMPY_TYPES[str(array.type)])
+    values = values[array.offset : array.offset + len(array)]
     return values.astype(bool) if boolean else values

@@ -276,8 +276,8 @@ def load_bundle(path: str | Path, *, verify: bool = False) -> Bundle:
 
 def load_bundle_with_encoder(path: str | Path, runtime: str = "torch") -> tuple[Bundle, Encoder | None]:
     """`load_bundle(path)` and, for a dense or hybrid bundle, its `encoder(runtime)`, loaded side by
-    side: the tokenizer and the model load mostly outside the GIL while the indexes are read, 0.7 s
-    of a short CLI call (BENCHMARKS.md, start-up)."""
+    side: the model loads mostly outside the GIL while the indexes are read (the ONNX runtime's
+    tokenizer, which holds the GIL, is parsed on first use; notes.md, start-up)."""
     path = Path(path)
     entry = read_manifest(path).get("dense", {}).get("encoder")
     if entry is None:

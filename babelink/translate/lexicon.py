@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 import stopwordsiso
 
 from babelink.errors import BabelinkError, InputFormatError
-from babelink.fsutil import read_parquet
+from babelink.fsutil import array_values, read_parquet
 from babelink.kb.io import iter_lines
 from babelink.lang import UMLS_TO_ISO, to_iso
 from babelink.text import normalize_name
@@ -108,7 +108,7 @@ def _language_rows(table: pa.Table) -> dict[str, tuple[int, int]]:
     if table.num_rows == 0:
         return {}
     codes = table.column("lang").combine_chunks().dictionary_encode()
-    indices = np.frombuffer(codes.indices.buffers()[1], dtype=np.int32)[codes.indices.offset :][: len(codes)]
+    indices = array_values(codes.indices)
     starts = np.flatnonzero(np.diff(indices, prepend=-1))
     if len(starts) != len(codes.dictionary):
         raise ValueError("lexicon table: a language's rows are not contiguous")
