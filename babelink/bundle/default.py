@@ -21,7 +21,7 @@ def default_bundle_path() -> Path:
 
 
 def default_bundle() -> Path:
-    """Path of the default hybrid bundle, building it when it is not there yet (once: about five
+    """Path of the default hybrid bundle, building it when it is not there yet (once: about eleven
     minutes on two CPU cores, most of it encoding the names)."""
     path = default_bundle_path()
     if not (path / MANIFEST).is_file():

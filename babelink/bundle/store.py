@@ -27,9 +27,10 @@ from pathlib import Path
 
 from babelink.bundle.integrity import MANIFEST, check_files, file_records
 from babelink.encoders import DEFAULT, Encoder, encoder_from_manifest, manifest_entry, open_encoder
+from babelink.encoders.cache import CachedEncoder
 from babelink.errors import BabelinkError, BundleError
 from babelink.fsutil import replace_directory, staging_directory
-from babelink.index.dense import DenseNameIndex, DenseParams, embed_strings
+from babelink.index.dense import DenseNameIndex, DenseParams, StoredNameVectors, embed_strings
 from babelink.index.names import NameTable
 from babelink.index.sparse import TfidfNameIndex, TfidfParams
 from babelink.kb.augment import DftRecord
@@ -102,6 +103,16 @@ class Bundle:
         if self.dense is None:
             raise BundleError(f"{self.path}: a {self.retriever} bundle has no dense index or encoder")
         return self._checked(encoder_from_manifest(self.manifest["dense"]["encoder"], self.path, runtime))
+
+    def query_encoder(self, encoder: Encoder | None = None, runtime: str = "torch") -> CachedEncoder:
+        """What queries are encoded by: `encoder` (default `self.encoder(runtime)`) behind a vector
+        cache that gives a query written as one of the bundle's names (or labeled spans) the vector
+        stored for it, without an encoder pass."""
+        if isinstance(encoder, CachedEncoder):
+            return encoder
+        stored = [StoredNameVectors(bundle.names, bundle.dense) for bundle in (self, self.spans)
+                  if bundle is not None and bundle.dense is not None and bundle.dense.stores_vectors]
+        return CachedEncoder(encoder or self.encoder(runtime), stored=stored)
 
     def _checked(self, encoder: Encoder) -> Encoder:
         if encoder.dimension != self.dense.dimension:

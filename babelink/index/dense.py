@@ -16,10 +16,14 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from babelink.errors import BabelinkError
+
+if TYPE_CHECKING:
+    from babelink.index.names import NameTable
 
 INDEX_FILE = "faiss.index"
 PARAMS_FILE = "dense_params.json"
@@ -140,6 +144,11 @@ class DenseNameIndex:
         stored = self.index.reconstruct_batch(unique.astype(np.int64))
         return np.einsum("ij,ij->i", queries[query_rows], stored[position])
 
+    @property
+    def stores_vectors(self) -> bool:
+        """Whether rows hold the vectors as they were added (flat, HNSW), not a lossy code (IVF-PQ)."""
+        return self.params.kind != "ivfpq"
+
     def _check_dimension(self, queries: np.ndarray) -> None:
         if queries.ndim != 2 or queries.shape[1] != self.dimension:
             raise BabelinkError(f"query vectors have shape {queries.shape}, the index holds {self.dimension}-d vectors")
@@ -168,6 +177,25 @@ class DenseNameIndex:
                 f"{directory / INDEX_FILE}: unreadable FAISS index ({str(error).splitlines()[0]})"
             ) from None
         return cls(params, index)
+
+
+class StoredNameVectors:
+    """The vectors an index holds for its name strings, found by string: a query written exactly
+    as a KB name (once normalised) takes the vector its name was encoded to at build instead of an
+    encoder pass. Lexicon renderings and short clinical mentions are often KB names as written."""
+
+    def __init__(self, names: NameTable, index: DenseNameIndex):
+        if not index.stores_vectors:
+            raise BabelinkError(f"a {index.params.kind} index keeps lossy codes, not its names' vectors")
+        self.names, self.index = names, index
+
+    def find(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Positions in `texts` of the KB name strings among them, and their stored vectors."""
+        rows = [self.names.lookup(text) for text in texts]
+        found = np.array([position for position, row in enumerate(rows) if row is not None], dtype=np.int64)
+        if not len(found):
+            return found, np.zeros((0, self.index.dimension), dtype=np.float32)
+        return found, self.index.index.reconstruct_batch(np.array([rows[p] for p in found], dtype=np.int64))
 
 
 def embed_strings(

@@ -13,7 +13,6 @@ from babelink.bundle.store import Bundle, load_bundle_with_encoder
 from babelink.detect import MentionDetector
 from babelink.detect.stopwords import BoundaryStopwords, protected_words
 from babelink.encoders import Encoder
-from babelink.encoders.cache import CachedEncoder
 from babelink.errors import InvalidInputError
 from babelink.formats.document import Document
 from babelink.lang import to_iso
@@ -63,8 +62,8 @@ class Linker:
         self.model = model
         self.calibrated = calibrated
         self.name_filter = name_filter or None
-        if generator is None and encoder is None and bundle.dense is not None:
-            encoder = CachedEncoder(bundle.encoder())
+        if generator is None and bundle.dense is not None:
+            encoder = bundle.query_encoder(encoder)
         self.encoder = encoder
         self.generator = generator or generator_for(bundle, encoder, name_filter=self.name_filter)
         self._filtered: dict[NameFilter, Linker] = {}
@@ -102,7 +101,7 @@ class Linker:
 
             model = DualModel(model)
         loaded, encoder = load_bundle_with_encoder(bundle, runtime)
-        return cls(loaded, encoder=encoder and CachedEncoder(encoder), link_params=LinkParams(**params),
+        return cls(loaded, encoder=encoder, link_params=LinkParams(**params),
                    context_filter=filter, detector=ner, name_filter=name_filter, model=model)
 
     def with_options(self, **changes) -> Linker:

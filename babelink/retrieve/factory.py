@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from babelink.bundle.store import Bundle
 from babelink.encoders import Encoder
-from babelink.encoders.cache import CachedEncoder
 from babelink.retrieve.candidate import CandidateGenerator
 from babelink.retrieve.filters import AllowedNames, NameFilter, allowed_concepts, allowed_names, concepts_only
 from babelink.retrieve.generators import DenseGenerator, HybridGenerator, HybridParams, SparseGenerator
@@ -16,12 +15,12 @@ def generator_for(bundle: Bundle, encoder: Encoder | None = None, retriever: str
                   name_filter: NameFilter | None = None) -> CandidateGenerator:
     """The candidate generator a bundle was built for (its manifest's `retriever`, or the given
     one), behind index switching when it has a labeled-span index, and searching through English
-    renderings too when it has translation lexicons. Both indexes share one cached encoder. A
-    `name_filter` restricts the names searched (`retrieve.filters`); in the labeled-span index,
-    to the spans of the concepts the filter allows."""
+    renderings too when it has translation lexicons. Both indexes share one cached encoder
+    (`Bundle.query_encoder`). A `name_filter` restricts the names searched (`retrieve.filters`);
+    in the labeled-span index, to the spans of the concepts the filter allows."""
     retriever = retriever or bundle.retriever
     if retriever != "sparse":
-        encoder = encoder or CachedEncoder(bundle.encoder())
+        encoder = bundle.query_encoder(encoder)
     allowed = allowed_names(bundle.kb, bundle.names, name_filter) if name_filter else None
     generator = _kb_generator(bundle, retriever, encoder, allowed)
     if bundle.spans is not None:

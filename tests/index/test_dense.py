@@ -7,7 +7,7 @@ from babelink.encoders import open_encoder
 from babelink.encoders.cache import CachedEncoder
 from babelink.encoders.transformer import SETTINGS_FILE, EncoderSettings, TransformerEncoder, settings_for
 from babelink.errors import BabelinkError
-from babelink.index.dense import DenseNameIndex, DenseParams
+from babelink.index.dense import DenseNameIndex, DenseParams, StoredNameVectors
 
 TEXTS = ["myocardial infarction", "asthma", "diabetes mellitus type 2", "a", "infarto agudo de miocardio", "asthma"]
 
@@ -94,9 +94,10 @@ def test_compressed_index_needs_enough_names_and_keeps_most_neighbours():
         DenseNameIndex.build(_unit(100), DenseParams(kind="ivfpq"))
     vectors = _unit(12_000, dim=16)
     exact = DenseNameIndex.build(vectors).search(vectors[:50], 10)[0]
-    compressed = DenseNameIndex.build(vectors, DenseParams(kind="ivfpq", pq_bytes=8, nprobe=16)).search(
-        vectors[:50], 10
-    )[0]
+    compressed_index = DenseNameIndex.build(vectors, DenseParams(kind="ivfpq", pq_bytes=8, nprobe=16))
+    compressed = compressed_index.search(vectors[:50], 10)[0]
+    with pytest.raises(BabelinkError, match="ivfpq index keeps lossy codes"):  # not a KB name's vector
+        StoredNameVectors(None, compressed_index)
     overlap = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(exact, compressed)])
     assert overlap > 0.5
 

@@ -9,9 +9,11 @@ import pyarrow as pa
 import pytest
 
 from babelink.bundle.store import MANIFEST, build_bundle, load_bundle
+from babelink.encoders.cache import CachedEncoder
 from babelink.errors import BabelinkError, BundleError
 from babelink.formats.document import Annotation, Document
 from babelink.formats.pubtator import write_pubtator
+from babelink.index.dense import DenseParams, StoredNameVectors
 from babelink.kb.augment import DFT_SOURCE, apply_dft, dft_split, mention_pairs, span_kb
 from babelink.kb.base import KnowledgeBase, KnowledgeBaseBuilder
 from babelink.link.linker import Linker
@@ -74,6 +76,36 @@ def test_dense_bundle_ranks_by_encoder_cosine(kb, tiny_encoder_dir, tmp_path):
     assert "hybrid" not in bundle.manifest
     [top] = Linker(bundle).normalize("Heart attack", top_k=1)
     assert (top.concept_id, top.dense_score) == ("MESH:D009203", pytest.approx(1.0, abs=1e-5))
+
+
+class _CountingEncoder:
+    """The bundle's encoder, recording what it was asked to encode."""
+
+    def __init__(self, encoder):
+        self.inner, self.dimension, self.texts = encoder, encoder.dimension, []
+
+    def encode(self, texts):
+        self.texts += list(texts)
+        return self.inner.encode(texts)
+
+    def describe(self):
+        return self.inner.describe()
+
+
+@pytest.mark.parametrize("kind", ["flat", "hnsw"])
+def test_a_query_written_as_a_kb_name_takes_its_stored_vector(kb, tiny_encoder_dir, tmp_path, kind):
+    bundle = load_bundle(build_bundle(kb, tmp_path / "b", retriever="hybrid", encoder=tiny_encoder_dir,
+                                      dense_params=DenseParams(kind=kind)))
+    counting = _CountingEncoder(bundle.encoder())
+    stored, fresh = Linker(bundle, encoder=counting), Linker(bundle, encoder=CachedEncoder(bundle.encoder()))
+    queries = ["Heart attack", "infarto de miocardio", "heart atack", "ASMA"]
+    for ours, theirs in zip(stored.normalize(queries, top_k=3), fresh.normalize(queries, top_k=3)):
+        assert [c.concept_id for c in ours] == [c.concept_id for c in theirs]
+        assert [c.score for c in ours] == pytest.approx([c.score for c in theirs], abs=1e-5)
+    assert counting.texts == ["heart atack"]  # the other three are KB names once normalised
+    found, vectors = StoredNameVectors(bundle.names, bundle.dense).find(["nope", "asthma", "asma"])
+    assert found.tolist() == [1, 2]
+    np.testing.assert_allclose(vectors, bundle.encoder().encode(["asthma", "asma"]), atol=1e-5)
 
 
 def test_bundle_refuses_a_different_encoder_checkpoint(kb, tiny_encoder_dir, tmp_path):
