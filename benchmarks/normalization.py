@@ -28,7 +28,6 @@ from pathlib import Path
 from report import KB_FILES, arguments, cached_bundle, commit, machine, publish
 
 from babelink.bundle.store import DEFAULT_SWITCH_THRESHOLD, build_bundle, load_bundle
-from babelink.encoders.cache import CachedEncoder
 from babelink.eval import benchmark
 from babelink.index.sparse import TfidfNameIndex, TfidfParams
 from babelink.kb import augment
@@ -112,7 +111,7 @@ def _generator(bundle, system: str, data: Path, set_name: str, scratch: str, tun
         return SparseGenerator(bundle.kb, bundle.names, TfidfNameIndex.fit(bundle.names.strings, CHAR3))
     if system == "dense":
         return DenseGenerator(bundle.kb, bundle.names, bundle.dense, bundle.encoder())
-    encoder = CachedEncoder(bundle.encoder())
+    encoder = bundle.query_encoder()
     kb_generator = HybridGenerator(bundle.kb, bundle.names, bundle.sparse, bundle.dense, encoder,
                                    HybridParams(dense_weight=tuned["dense_weight"]))
     if system == "hybrid":

@@ -20,7 +20,6 @@ from report import arguments, cached_bundle, commit, machine, publish
 
 from babelink.bundle.store import load_bundle
 from babelink.encoders import encoder_from_manifest
-from babelink.encoders.cache import CachedEncoder
 from babelink.eval import benchmark
 from babelink.formats.xlbel import read_xlbel
 from babelink.link.linker import Linker
@@ -48,7 +47,7 @@ def _linker(bundle, precision: str | None, lexicon=None) -> Linker:
     entry = dict(bundle.manifest["dense"]["encoder"])
     if precision:
         entry["precision"] = precision
-    encoder = CachedEncoder(encoder_from_manifest(entry, bundle.path))
+    encoder = bundle.query_encoder(encoder_from_manifest(entry, bundle.path))
     generator = HybridGenerator(bundle.kb, bundle.names, bundle.sparse, bundle.dense, encoder, HybridParams())
     if lexicon is not None:
         generator = TranslatingGenerator(generator, Renderer(lexicon, english_words(bundle.kb)), bundle.names)

@@ -2,14 +2,15 @@
 saved, speed, and agreement with encoding every query.
 
     python benchmarks/stored_vectors.py [--data ../shared/data] [--no-write] [--kbs default open-umls]
+        [--mentions 1000]
 
 Each workload runs twice in one process on one loaded bundle: with `Bundle.query_encoder` (a
 query that is a KB name, once normalised, takes its stored vector; babelink's default) and, the
 baseline, with a plain `CachedEncoder` (every distinct query encoded). Encoder caches start empty
 for each run; the baseline runs first, so the page cache favours the default.
 
-- `normalize`, top-5: the 5,000 XL-BEL v0.0 mentions (en es de zh ja), Mantra GSC and QUAERO dev
-  mentions;
+- `normalize`, top-5: XL-BEL v0.0 (en es de zh ja), Mantra GSC and QUAERO dev mentions, `--mentions`
+  of each set taken at even steps through it (all languages of a set);
 - `link`, default `LinkParams`: NCBI-disease test (100 abstracts), Mantra GSC es and fr documents.
 
 Bundles: the embedded default (with the lexicon mined from its names) and open-umls hybrid with the
@@ -60,24 +61,29 @@ def _documents(data: Path, path: str, lang: str | None):
     return [replace(document, lang=lang) for document in read_documents(data / "bench" / path)]
 
 
-def workloads(data: Path) -> dict[str, tuple[str, list]]:
-    """Workload name → (`normalize` or `link`, its mentions or documents)."""
+def workloads(data: Path, mentions: int) -> dict[str, tuple[str, list]]:
+    """Workload name → (`normalize` or `link`, its mentions or documents); `mentions` per `normalize` set."""
     xlbel = [query.mention for lang in ("en", "es", "de", "zh", "ja")
              for query in read_xlbel(data / "bench" / "xl_bel" / "xlbel_v0.0" / f"{lang}_1k_test_query.txt")]
     mantra = [a.text for lang, path in MANTRA.items() for d in _documents(data, path, lang) for a in d.annotations]
     quaero = [a.text for path in QUAERO_DEV for d in _documents(data, path, "fr") for a in d.annotations]
     return {
-        "normalize XL-BEL v0.0": ("normalize", xlbel),
-        "normalize Mantra GSC": ("normalize", mantra),
-        "normalize QUAERO dev": ("normalize", quaero),
+        "normalize XL-BEL v0.0": ("normalize", _even(xlbel, mentions)),
+        "normalize Mantra GSC": ("normalize", _even(mantra, mentions)),
+        "normalize QUAERO dev": ("normalize", _even(quaero, mentions)),
         "link NCBI-disease test": ("link", _documents(data, "ncbi_disease/NCBItestset_corpus.txt", "en")),
         "link Mantra GSC es": ("link", _documents(data, MANTRA["es"], "es")),
         "link Mantra GSC fr": ("link", _documents(data, MANTRA["fr"], "fr")),
     }
 
 
-def run(bundle: Bundle, stored: bool, job: str, inputs: list) -> dict:
-    counting = CountingEncoder(bundle.encoder())
+def _even(items: list, count: int) -> list:
+    step = max(1, len(items) // count)
+    return items[::step][:count]
+
+
+def run(bundle: Bundle, plain, stored: bool, job: str, inputs: list) -> dict:
+    counting = CountingEncoder(plain)
     encoder = bundle.query_encoder(counting) if stored else CachedEncoder(counting)
     linker = Linker(bundle, encoder=encoder)
     linker.normalize(["warm-up"])
@@ -107,8 +113,9 @@ def agreement(job: str, ours: list, theirs: list) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kbs", nargs="+", default=["default", "open-umls"], choices=["default", "open-umls"])
+    parser.add_argument("--mentions", type=int, default=1000, help="mentions of each normalize set")
     args = arguments(parser.description, parser)
-    found = workloads(args.data)
+    found = workloads(args.data, args.mentions)
     rows = []
     for kb_name in args.kbs:
         if kb_name == "default":
@@ -116,11 +123,12 @@ def main() -> None:
         else:
             bundle = load_bundle(cached_bundle(args.data, "open-umls"))
             bundle, label = replace(bundle, lexicon=read_lexicons([args.data / MUSE])), "open-umls + MUSE lexicons"
+        plain = bundle.encoder()
         for workload, (job, inputs) in found.items():
             if kb_name == "default" and workload == "normalize QUAERO dev":
                 continue  # French UMLS CUIs: nothing the default's vocabularies answer
-            baseline = run(bundle, False, job, inputs)
-            ours = run(bundle, True, job, inputs)
+            baseline = run(bundle, plain, False, job, inputs)
+            ours = run(bundle, plain, True, job, inputs)
             unit = "mentions" if job == "normalize" else "documents"
             key = f"{label}: {workload} ({len(inputs):,} {unit})"
             base_rate, rate = len(inputs) / baseline["seconds"], len(inputs) / ours["seconds"]
@@ -130,7 +138,8 @@ def main() -> None:
                         f"{rate / base_rate:.2f} | {agreement(job, ours['output'], baseline['output'])} |")
             print(*rows[-2:], sep="\n", flush=True)
     heading = f"queries written as KB names take their stored vectors (commit `{commit()}`)"
-    command = (f"Command: `python benchmarks/stored_vectors.py --kbs {' '.join(args.kbs)}` · lexicons on open-umls: "
+    command = (f"Command: `python benchmarks/stored_vectors.py --kbs {' '.join(args.kbs)} --mentions {args.mentions}` "
+               "· lexicons on open-umls: "
                f"`{shared_path(args.data / MUSE)}` · machine: {machine()}")
     setting = ("Baseline (same run, same bundle): every distinct query encoded. Default: a query written as a KB "
                "name (once normalised) takes the vector stored for that name. Rate: mentions/s (`normalize`, top-5) "
