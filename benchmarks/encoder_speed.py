@@ -81,8 +81,9 @@ def main() -> None:
         print(rows[-1], file=sys.stderr)
     text = "\n".join([
         f"## {time.strftime('%Y-%m-%d')} — bundled encoder speed (commit `{commit()}`)", "",
-        (f"Command: `python benchmarks/encoder_speed.py` · machine: {machine()} · torch {torch.__version__}, "
-         f"2 threads · {len(names):,} open-umls names (every {step}th), batch 64, max 25 tokens"), "",
+        (f"Command: `python benchmarks/encoder_speed.py --names {count}` · machine: {machine()} · "
+         f"torch {torch.__version__}, 2 threads · {len(names):,} open-umls names (every {step}th), batch 64, "
+         "max 25 tokens"), "",
         "| setting | names/s | × baseline | min cosine to fp32 |", "|---|---:|---:|---:|", *rows]) + "\n"
     publish(text, not args.no_write, "speed")
 
