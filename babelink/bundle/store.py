@@ -107,7 +107,8 @@ class Bundle:
     def query_encoder(self, encoder: Encoder | None = None, runtime: str = "torch") -> CachedEncoder:
         """What queries are encoded by: `encoder` (default `self.encoder(runtime)`) behind a vector
         cache that gives a query written as one of the bundle's names (or labeled spans) the vector
-        stored for it, without an encoder pass."""
+        stored for it, without an encoder pass. An encoder already cached is used as it is, so
+        linkers that share one share its cache."""
         if isinstance(encoder, CachedEncoder):
             return encoder
         stored = [StoredNameVectors(bundle.names, bundle.dense) for bundle in (self, self.spans)

@@ -141,8 +141,11 @@ class DenseNameIndex:
         """Inner product of `queries[query_rows[j]]` with the stored vector of `string_rows[j]`
         (decoded, so approximate for `ivfpq`, exactly as its search scores are)."""
         unique, position = np.unique(string_rows, return_inverse=True)
-        stored = self.index.reconstruct_batch(unique.astype(np.int64))
-        return np.einsum("ij,ij->i", queries[query_rows], stored[position])
+        return np.einsum("ij,ij->i", queries[query_rows], self.vectors(unique)[position])
+
+    def vectors(self, rows: np.ndarray) -> np.ndarray:
+        """The stored vectors of `rows` (decoded: approximate for `ivfpq`)."""
+        return self.index.reconstruct_batch(np.asarray(rows, dtype=np.int64))
 
     @property
     def stores_vectors(self) -> bool:
@@ -195,7 +198,7 @@ class StoredNameVectors:
         found = np.array([position for position, row in enumerate(rows) if row is not None], dtype=np.int64)
         if not len(found):
             return found, np.zeros((0, self.index.dimension), dtype=np.float32)
-        return found, self.index.index.reconstruct_batch(np.array([rows[p] for p in found], dtype=np.int64))
+        return found, self.index.vectors([rows[position] for position in found])
 
 
 def embed_strings(
