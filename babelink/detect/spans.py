@@ -36,7 +36,7 @@ def enumerate_spans(text: str, tokens: Sequence[Token], stopwords: frozenset[str
                     params: SpanParams = SpanParams(), never_alone: frozenset[str] = frozenset()) -> list[Span]:
     """All spans within budget that cross no barrier (`joinable`) and neither start nor end
     with a stop word, in text order; a word in `never_alone` is no span by itself."""
-    is_stop = [token.text.casefold() in stopwords and not is_acronym(token.text) for token in tokens]
+    is_stop = [token.elided or (token.text.casefold() in stopwords and not is_acronym(token.text)) for token in tokens]
     alone_excluded = [token.text.casefold() in never_alone and not is_acronym(token.text) for token in tokens]
     spans = []
     for first, token in enumerate(tokens):

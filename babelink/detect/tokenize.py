@@ -2,8 +2,11 @@
 
 Space-delimited scripts (Latin, Cyrillic, Greek, Hebrew, Arabic, Hangul, …) give word tokens:
 runs of letters, marks and digits, joined across an inner hyphen, apostrophe, slash or dot
-("COVID-19", "HbA1c", "i.v."). Scripts written without spaces give one token per grapheme
-cluster (a character with its combining marks): Han and kana, and Thai, Lao, Khmer and
+("COVID-19", "HbA1c", "i.v."), except that an elided clitic is a token of its own: the
+article or preposition of French, Italian or Catalan glued by an apostrophe to a word that
+starts with a vowel or h ("l'hypertension", "d'épilepsie", "dell'arteria"), so that the word
+after it can start a mention (`Token.elided`). Scripts written without spaces give one token
+per grapheme cluster (a character with its combining marks): Han and kana, and Thai, Lao, Khmer and
 Myanmar, where a cluster is a smaller unit than a CJK character (`Token.weight`).
 
 Offsets index the string as given: nothing is normalised before tokenising, so right-to-left
@@ -23,6 +26,7 @@ _WORD_CHAR = rf"[[\p{{L}}\p{{M}}\p{{N}}]--[{_UNSPACED_CJK}{_UNSPACED_SEA}]]"
 _TOKEN = regex.compile(
     rf"(?P<cjk>[{_UNSPACED_CJK}]\p{{M}}*)"
     rf"|(?P<sea>[{_UNSPACED_SEA}]\p{{M}}*)"
+    rf"|(?P<elided>\p{{L}}{{1,5}}['’](?=(?i:[aeiouyhàâäæéèêëîïìíôöœòóùûüú])))"
     rf"|(?P<word>{_WORD_CHAR}+(?:['’‐\-/.]{_WORD_CHAR}+)*)",
     regex.V1,
 )
@@ -40,13 +44,18 @@ class Token:
     unspaced: bool  # one grapheme of a script written without spaces
     weight: float = 1.0
 
+    @property
+    def elided(self) -> bool:
+        """An elided clitic ("l'", "qu'", "dell'"): a function word, whatever the stop list says."""
+        return self.text[-1] in "'’"
+
 
 def tokenize(text: str) -> list[Token]:
     tokens = []
     for match in _TOKEN.finditer(text):
         kind = match.lastgroup
         weight = UNSPACED_SEA_WEIGHT if kind == "sea" else 1.0
-        tokens.append(Token(match.start(), match.end(), match.group(), kind != "word", weight))
+        tokens.append(Token(match.start(), match.end(), match.group(), kind in ("cjk", "sea"), weight))
     return tokens
 
 

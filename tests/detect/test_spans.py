@@ -42,6 +42,17 @@ def test_word_and_character_tokens():
     assert [t.text for t in tokenize("e\u0301te\u0301")] == ["e\u0301te\u0301"]
 
 
+def test_elided_clitics_are_tokens_of_their_own():
+    text = "l'hypertension d’épilepsie dell'arteria L'Hôpital O'Brien Crohn's aujourd'hui"
+    assert [(t.text, t.elided) for t in tokenize(text)] == [
+        ("l'", True), ("hypertension", False), ("d’", True), ("épilepsie", False), ("dell'", True),
+        ("arteria", False), ("L'", True), ("Hôpital", False), ("O'Brien", False), ("Crohn's", False),
+        ("aujourd'hui", False)]
+    spans = _texts("traitement de l'hypertension artérielle", frozenset({"de"}))
+    assert "hypertension artérielle" in spans
+    assert not any(span.startswith("l'") or span.endswith("l'") for span in spans), "a clitic is a stop word"
+
+
 def test_punctuation_and_paragraphs_are_barriers():
     text = "fever, cough\nsore throat\n\nhead  ache"
     tokens = tokenize(text)
