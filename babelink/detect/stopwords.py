@@ -4,16 +4,18 @@ The lists are stopwords-iso's (58 languages, `stopwordsiso` on PyPI). General-pu
 hold words that begin or end many medical names ("high blood pressure", "small cell carcinoma",
 "diabetes type ii"), so each bundle protects the stop words its own KB uses at name
 boundaries: a word that opens or closes at least `PROTECT_MIN_NAMES` name strings and does so
-in at least `PROTECT_MIN_SHARE` of its occurrences in names. "of" and "the" occur inside names
-far more often than at their edges and stay stop words; "small" and "ii" do not. Acronyms are
-not words here: "ALL" (acute lymphoblastic leukaemia) in a KB protects nothing, and "ALL" in a
-text is never a stop word, while "all" always is.
+in at least `PROTECT_MIN_SHARE` of its occurrences in names, counted per language: only names
+in the text's language protect its stop words, or a multilingual KB's Turkish "el" (hand) and
+"his" (feeling) would keep the Spanish article and the English pronoun at span boundaries.
+"of" and "the" occur inside names far more often than at their edges and stay stop words;
+"small" and "ii" do not. Acronyms are not words here: "ALL" (acute lymphoblastic leukaemia) in
+a KB protects nothing, and "ALL" in a text is never a stop word, while "all" always is.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 
 import stopwordsiso
@@ -50,11 +52,20 @@ def protected_words(names: Iterable[str]) -> frozenset[str]:
                      if count >= PROTECT_MIN_NAMES and count >= PROTECT_MIN_SHARE * anywhere[word])
 
 
-class BoundaryStopwords:
-    """Stop words per language, minus a KB's protected words (`guess_language` when unknown)."""
+def protected_by_language(names: Iterable[tuple[str, str]]) -> dict[str, frozenset[str]]:
+    """`protected_words` of each language's names, from (name, ISO language) pairs."""
+    grouped: defaultdict[str, list[str]] = defaultdict(list)
+    for name, lang in names:
+        grouped[lang].append(name)
+    return {lang: protected_words(group) for lang, group in grouped.items()}
 
-    def __init__(self, protected: frozenset[str] = frozenset()):
-        self.protected = protected
+
+class BoundaryStopwords:
+    """Stop words per language, minus the words the KB's names in that language protect
+    (`protected_by_language`); the language is `guess_language`'s when unknown."""
+
+    def __init__(self, protected: Mapping[str, frozenset[str]] | None = None):
+        self.protected = dict(protected or {})
         self._by_lang: dict[str, frozenset[str]] = {}
         self._protected_by_lang: dict[str, frozenset[str]] = {}
 
@@ -62,7 +73,7 @@ class BoundaryStopwords:
         if lang is None:
             return frozenset()
         if lang not in self._by_lang:
-            self._by_lang[lang] = _stopwords(lang.lower()) - self.protected
+            self._by_lang[lang] = _stopwords(lang.lower()) - self.protected.get(lang, frozenset())
         return self._by_lang[lang]
 
     def protected_in(self, lang: str | None) -> frozenset[str]:
@@ -71,7 +82,7 @@ class BoundaryStopwords:
         if lang is None:
             return frozenset()
         if lang not in self._protected_by_lang:
-            self._protected_by_lang[lang] = _stopwords(lang.lower()) & self.protected
+            self._protected_by_lang[lang] = _stopwords(lang.lower()) & self.protected.get(lang, frozenset())
         return self._protected_by_lang[lang]
 
 

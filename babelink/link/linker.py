@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from babelink.batching import batched
 from babelink.bundle.store import Bundle, load_bundle_with_encoder
 from babelink.detect import MentionDetector
-from babelink.detect.stopwords import BoundaryStopwords, protected_words
+from babelink.detect.stopwords import BoundaryStopwords, protected_by_language
 from babelink.encoders import Encoder
 from babelink.errors import InvalidInputError
 from babelink.formats.document import Document
@@ -133,13 +133,15 @@ class Linker:
     def documents(self) -> DocumentLinker | DualLinker:
         """The document linker: the dual encoder's when there is one; else the sparse retriever as
         high-recall matcher, `generator` as ranker, stop words that protect the words opening or
-        closing the bundle's names."""
+        closing the bundle's names in the text's language."""
         if self.model is not None:
             from babelink.dual.linker import DualLinker
 
             return DualLinker(self.model, self.bundle, self.link_params, self.name_filter)
         bundles = [self.bundle] + ([self.bundle.spans] if self.bundle.spans is not None else [])
-        protected = protected_words(surface for part in bundles for surface in part.names.surfaces)
+        protected = protected_by_language(
+            pair for part in bundles
+            for pair in zip(part.kb.names.column("name").to_pylist(), part.kb.names.column("lang").to_pylist()))
         sparse = self.bundle.retriever == "sparse"
         recall = self.generator if sparse else generator_for(self.bundle, retriever="sparse",
                                                              name_filter=self.name_filter)

@@ -8,7 +8,7 @@ import pytest
 
 from babelink.detect.overlaps import resolve_overlaps
 from babelink.detect.spans import SpanParams, enumerate_spans
-from babelink.detect.stopwords import BoundaryStopwords, guess_language, protected_words
+from babelink.detect.stopwords import BoundaryStopwords, guess_language, protected_by_language, protected_words
 from babelink.detect.tokenize import joinable, tokenize
 
 
@@ -90,9 +90,20 @@ def test_kb_boundary_words_are_protected():
     protected = protected_words(names)
     assert {"high", "small"} <= protected
     assert not {"of", "the", "all"} & protected
-    stopwords = BoundaryStopwords(protected).for_language("en")
+    stopwords = BoundaryStopwords({"en": protected}).for_language("en")
     assert "high" not in stopwords and "the" in stopwords and "of" in stopwords
-    assert "high" in BoundaryStopwords(protected).protected_in("en")
+    assert "high" in BoundaryStopwords({"en": protected}).protected_in("en")
+
+
+def test_only_names_in_the_texts_language_protect_its_stop_words():
+    turkish = [("El anomalisi", "tr"), ("El tremoru", "tr"), ("Kısa el", "tr"), ("Geniş el", "tr")]
+    spanish = [("Cáncer de colon", "es"), ("Hipertensión arterial", "es")]
+    protected = protected_by_language(turkish + spanish)
+    assert "el" in protected["tr"] and "el" not in protected["es"]
+    boundaries = BoundaryStopwords(protected)
+    assert "el" in boundaries.for_language("es") and "el" not in boundaries.for_language("tr")
+    assert "el cáncer de colon" not in _texts("el cáncer de colon", boundaries.for_language("es"))
+    assert "el" in BoundaryStopwords().for_language("es"), "no KB: the plain list"
 
 
 def test_protected_stop_words_never_make_a_span_alone():
