@@ -5,6 +5,8 @@ import random
 from dataclasses import dataclass
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from babelink.detect.overlaps import resolve_overlaps
 from babelink.detect.spans import SpanParams, enumerate_spans
@@ -51,6 +53,16 @@ def test_elided_clitics_are_tokens_of_their_own():
     spans = _texts("traitement de l'hypertension artérielle", frozenset({"de"}))
     assert "hypertension artérielle" in spans
     assert not any(span.startswith("l'") or span.endswith("l'") for span in spans), "a clitic is a stop word"
+
+
+@given(st.text(st.sampled_from("ldequalDLÉ'’ -hàeiouxy,é\u0301"), max_size=40))
+def test_tokens_with_apostrophes_are_ordered_exact_and_spans_never_open_or_close_on_a_clitic(text):
+    tokens = tokenize(text)
+    assert all(text[t.start : t.end] == t.text for t in tokens)
+    assert all(left.end <= right.start for left, right in itertools.pairwise(tokens))
+    clitics = [t for t in tokens if t.elided]
+    for span in enumerate_spans(text, tokens, frozenset()):
+        assert span.start not in {t.start for t in clitics} and span.end not in {t.end for t in clitics}
 
 
 def test_punctuation_and_paragraphs_are_barriers():
