@@ -53,10 +53,11 @@ def protected_words(names: Iterable[str]) -> frozenset[str]:
 
 
 def protected_by_language(names: Iterable[tuple[str, str]]) -> dict[str, frozenset[str]]:
-    """`protected_words` of each language's names, from (name, ISO language) pairs."""
-    grouped: defaultdict[str, list[str]] = defaultdict(list)
+    """`protected_words` of each language's distinct names, from (name, ISO language) pairs: a
+    name several concepts share is one name string, as in the bundle's name table."""
+    grouped: defaultdict[str, set[str]] = defaultdict(set)
     for name, lang in names:
-        grouped[lang].append(name)
+        grouped[lang].add(name)
     return {lang: protected_words(group) for lang, group in grouped.items()}
 
 

@@ -6,8 +6,8 @@ runs of letters, marks and digits, joined across an inner hyphen, apostrophe, sl
 article or preposition of French, Italian or Catalan glued by an apostrophe to a word that
 starts with a vowel or h ("l'hypertension", "d'épilepsie", "dell'arteria"), so that the word
 after it can start a mention (`Token.elided`). Scripts written without spaces give one token
-per grapheme cluster (a character with its combining marks): Han and kana, and Thai, Lao, Khmer and
-Myanmar, where a cluster is a smaller unit than a CJK character (`Token.weight`).
+per grapheme cluster (a character with its combining marks): Han and kana, and Thai, Lao,
+Khmer and Myanmar, where a cluster is a smaller unit than a CJK character (`Token.weight`).
 
 Offsets index the string as given: nothing is normalised before tokenising, so right-to-left
 text, combining sequences and compatibility characters keep their positions. Directional and
