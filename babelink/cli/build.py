@@ -59,6 +59,11 @@ def build(
         "--translations",
         help="Bilingual lexicons mentions are also searched through in English: en-XX.tsv files "
              "('english<TAB>foreign'), directories of them, or XX=FILE; repeat for several.")] = None,
+    types_from: Annotated[list[Path] | None, typer.Option(
+        "--types-from",
+        help="OBO ontologies (e.g. HPO's hp.obo) whose top branches become the types of the concepts that are, "
+             "or cross-reference, their terms: how a KB without MRSTY learns which concepts are clinical "
+             "modifiers, which link leaves out; repeat for several.")] = None,
     translations_from_kb: Annotated[bool, typer.Option(
         "--translations-from-kb",
         help="Also mine a lexicon from the KB's own names in English and other languages (after --translations' "
@@ -68,6 +73,7 @@ def build(
     from babelink.bundle.store import DEFAULT_SWITCH_THRESHOLD, build_bundle
     from babelink.index.dense import DenseParams
     from babelink.kb import augment
+    from babelink.kb.obo import read_obo_branches, types_from_ontology
     from babelink.kb.readers import read_kb
     from babelink.progress import progress_bar
     from babelink.translate import read_lexicons
@@ -75,10 +81,16 @@ def build(
 
     refuse_same_file(out, [kb, spans_from, dft_from], "--out")
     lexicon = read_lexicons(translations) if translations else None  # fail fast, before the KB is read
+    ontologies = {path: read_obo_branches(path) for path in types_from or ()}
     languages = parse_languages(lang)
     knowledge_base = read_kb(kb, kb_format, languages=languages, sources=source, term_types=term_type)
+    typed = 0
+    for branches in ontologies.values():
+        knowledge_base, gained = types_from_ontology(knowledge_base, branches)
+        typed += gained
     source_info = {"path": str(kb.absolute()), "format": kb_format, "languages": sorted(languages or []),
-                   "sources": source or [], "term_types": term_type or [], "name": kb_name, "version": kb_version}
+                   "sources": source or [], "term_types": term_type or [], "name": kb_name, "version": kb_version,
+                   "types_from": [str(path.absolute()) for path in ontologies]}
     spans = augment.span_kb(augment.read_annotated(spans_from), knowledge_base) if spans_from is not None else None
     dft = None
     if dft_from is not None:
@@ -109,6 +121,8 @@ def build(
         summary += f", {dft.pairs:,} DFT names from {len(dft.documents):,} documents"
     if lexicon is not None:
         summary += f", lexicons for {', '.join(lexicon.languages)}"
+    if ontologies:
+        summary += f", {typed:,} concepts typed by {', '.join(path.name for path in ontologies)}"
     typer.echo(summary, err=True)
 
 

@@ -25,6 +25,7 @@ from babelink.dual.model import DualModel
 from babelink.formats.document import Document
 from babelink.link.documents import LinkParams, check_document, split_segments
 from babelink.link.mentions import LinkedDocument, LinkedMention
+from babelink.link.modifiers import concept_types, is_modifier
 from babelink.retrieve.candidate import Candidate
 from babelink.retrieve.filters import NameFilter, allowed_names
 from babelink.retrieve.generators import DenseGenerator
@@ -84,6 +85,7 @@ class DualLinker:
         self.threshold = model.settings.threshold if threshold is None else threshold
         allowed = allowed_names(bundle.kb, bundle.names, name_filter) if name_filter else None
         self.generator = DenseGenerator(bundle.kb, bundle.names, bundle.dense, None, allowed=allowed)
+        self.concept_types = concept_types(bundle.kb)
 
     def link(self, documents: Sequence[Document]) -> list[LinkedDocument]:
         return [LinkedDocument(document.id, document.text, tuple(
@@ -114,7 +116,8 @@ class DualLinker:
         ranked = self.generator.search(vectors, self.params.top_k, [written_in_capitals(t) for t in texts])
         for row, a, text, p_mention, candidates in zip(rows, first, texts, probabilities, ranked):
             candidates = self._with_probabilities(candidates, p_mention)
-            if candidates and (candidates[0].probability or 0.0) >= self.params.min_probability:
+            if (candidates and (candidates[0].probability or 0.0) >= self.params.min_probability
+                    and not is_modifier(candidates[0].concept_id, self.concept_types, self.params.modifier_types)):
                 start = batch[row].offset + batch[row].tokens[a].start
                 found[batch[row].document].append(Proposal(start, start + len(text), text, candidates, p_mention))
 

@@ -5,7 +5,8 @@ Every span of up to k words that neither starts nor ends with a stop word is a c
 mention. The high-recall matcher keeps the spans whose best char n-gram TF-IDF cosine reaches
 `recall_threshold` (cheap: one sparse product for all spans of a batch); only those are ranked
 by the bundle's own generator (hybrid, with index switching when the bundle has labeled spans),
-and a span whose best concept reaches `link_threshold` becomes a mention. Overlapping mentions
+and a span whose best concept reaches `link_threshold` becomes a mention, unless that concept only
+qualifies one ("Severe", "Chronic": `link.modifiers`). Overlapping mentions
 are resolved greedily (`detect.overlaps`). A span the document defines as an abbreviation is
 searched as its long form.
 """
@@ -13,7 +14,7 @@ searched as its long form.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from babelink.abbreviations import abbreviation_map
@@ -27,6 +28,7 @@ from babelink.errors import InvalidInputError
 from babelink.formats.document import Document
 from babelink.link.context_filter import ContextFilter, filter_window
 from babelink.link.mentions import LinkedDocument, LinkedMention
+from babelink.link.modifiers import MODIFIER_TYPES, is_modifier
 from babelink.link.ngram_search import ngram_search
 from babelink.retrieve.calibration import Calibration, check_probability
 from babelink.retrieve.candidate import Candidate, CandidateGenerator, check_top_k
@@ -52,7 +54,8 @@ class LinkParams:
     """Defaults: the best mean strict F1 of NCBI-disease and BC5CDR dev (`benchmarks/end_to_end.py
     --tune`, BENCHMARKS.md) with the bundled encoder's hybrid ranking, no filter. The encoder's
     cosines are high even for unrelated strings, hence the high link threshold; with a contextual
-    filter a lower one leaves the filter more to choose from."""
+    filter a lower one leaves the filter more to choose from. A span whose best concept has only
+    `modifier_types` is not a mention (`link.modifiers`; empty: link them too)."""
 
     spans: SpanParams = field(default_factory=SpanParams)
     recall_threshold: float = 0.5
@@ -61,6 +64,7 @@ class LinkParams:
     overlap: str = "longest"
     top_k: int = 5
     resolve_abbreviations: bool = True
+    modifier_types: frozenset[str] = MODIFIER_TYPES
 
     def __post_init__(self):
         check_top_k(self.top_k)
@@ -94,7 +98,8 @@ class Proposal:
 @dataclass(frozen=True)
 class DocumentLinker:
     """Links batches of documents; `recall` is the high-recall matcher, `ranker` the bundle's
-    generator. Both receive span strings normalised once, here."""
+    generator. Both receive span strings normalised once, here. `concept_types`: the KB's
+    concepts that have types (`link.modifiers.concept_types`)."""
 
     recall: CandidateGenerator
     ranker: CandidateGenerator
@@ -103,6 +108,7 @@ class DocumentLinker:
     context_filter: ContextFilter | None = None
     detector: MentionDetector | None = None
     calibration: Calibration | None = None
+    concept_types: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
     def link(self, documents: Sequence[Document]) -> list[LinkedDocument]:
         """Link a batch of documents; a document's `lang` None is guessed per segment."""
@@ -169,8 +175,7 @@ class DocumentLinker:
         for index, offset, stopwords, spans in per_segment:
             for span, text, key in spans:
                 recall_score, candidates = searches.get(key, (0.0, None))
-                if candidates and candidates[0].score >= self.params.link_threshold and (
-                        candidates[0].probability is None or candidates[0].probability >= self.params.min_probability):
+                if candidates and self._links(candidates):
                     proposals[index].append(
                         Proposal(
                             span.start + offset,
@@ -184,6 +189,13 @@ class DocumentLinker:
                     )
                 elif self.detector is not None and key[0]:
                     proposals[index] += self._linked_ngrams(span, offset, detector, stopwords)
+
+    def _links(self, candidates: list[Candidate]) -> bool:
+        """Whether a span whose ranked concepts are `candidates` is a mention of the first."""
+        best = candidates[0]
+        return (best.score >= self.params.link_threshold
+                and (best.probability is None or best.probability >= self.params.min_probability)
+                and not is_modifier(best.concept_id, self.concept_types, self.params.modifier_types))
 
     def _calibrated(self, keys: list[SearchKey], found: list[list[Candidate]]) -> list[list[Candidate]]:
         """Candidates with the `link` model's probability that their span is a mention of them."""
@@ -208,7 +220,8 @@ class DocumentLinker:
     def _linked_ngrams(self, span: Span, offset: int, detector: str, stopwords: frozenset[str]) -> list[Proposal]:
         parts = ngram_search(self.ranker, span.text, self.params.link_threshold, self.params.top_k, stopwords)
         return [Proposal(span.start + offset + part.start, span.start + offset + part.end, part.text, part.text,
-                         part.candidates, None, f"{detector}+ngrams") for part in parts]
+                         part.candidates, None, f"{detector}+ngrams") for part in parts
+                if not is_modifier(part.candidates[0].concept_id, self.concept_types, self.params.modifier_types)]
 
 
 def _search_key(text: str, lang: str | None) -> SearchKey:

@@ -19,6 +19,7 @@ from babelink.lang import to_iso
 from babelink.link.context_filter import ContextFilter
 from babelink.link.documents import DocumentLinker, LinkParams
 from babelink.link.mentions import LinkedDocument
+from babelink.link.modifiers import concept_types
 from babelink.link.ngram_search import LinkedPart, ngram_search
 from babelink.retrieve.calibration import CALIBRATION_FILE, Calibration, Calibrator, check_probability
 from babelink.retrieve.candidate import Candidate, CandidateGenerator, check_top_k
@@ -146,7 +147,7 @@ class Linker:
         recall = self.generator if sparse else generator_for(self.bundle, retriever="sparse",
                                                              name_filter=self.name_filter)
         return DocumentLinker(recall, self.generator, BoundaryStopwords(protected), self.link_params,
-                              self.context_filter, self.detector, self.calibration)
+                              self.context_filter, self.detector, self.calibration, concept_types(self.bundle.kb))
 
     @cached_property
     def calibration(self) -> Calibration | None:

