@@ -30,16 +30,20 @@ DOC_EXTENSIONS = ("babelink_mentions", "babelink_provenance")
 
 @Language.factory("babelink", default_config={"bundle": None, "filter": None, "lang": None, "batch_size": 16,
                                               "overwrite_ents": False, "label": "ENTITY", "types": None,
-                                              "sources": None, "langs": None, "model": None})
+                                              "sources": None, "langs": None, "model": None,
+                                              "keep_modifiers": False})
 def make_babelink(nlp: Language, name: str, bundle: str | None, filter: str | None, lang: str | None,
                   batch_size: int, overwrite_ents: bool, label: str, types: list[str] | None,
-                  sources: list[str] | None, langs: list[str] | None, model: str | None) -> BabelinkComponent:
+                  sources: list[str] | None, langs: list[str] | None, model: str | None,
+                  keep_modifiers: bool) -> BabelinkComponent:
     """`bundle` None: the embedded default bundle; `filter`: a contextual filter directory;
     `lang` None: the pipeline's language, guessed per text for multi-language ("xx") pipelines;
     `types`, `sources`, `langs`: search only those names (`retrieve.filters`); `model`: a dual
-    encoder directory that detects and links in one pass."""
+    encoder directory that detects and links in one pass; `keep_modifiers`: also link words that
+    only qualify a mention (`link.modifiers`)."""
+    params = {"modifier_types": frozenset()} if keep_modifiers else {}
     return BabelinkComponent(
-        Linker.open(bundle, filter=filter, name_filter=NameFilter.of(types, sources, langs), model=model),
+        Linker.open(bundle, filter=filter, name_filter=NameFilter.of(types, sources, langs), model=model, **params),
         lang or (None if nlp.lang == "xx" else nlp.lang),
         batch_size,
         overwrite_ents,

@@ -86,7 +86,8 @@ def test_config_round_trip(english, bundle):
     config = english.config
     assert config["components"]["babelink"] == {"factory": "babelink", "bundle": bundle, "filter": None, "lang": None,
                                                 "batch_size": 16, "overwrite_ents": False, "label": "ENTITY",
-                                                "types": None, "sources": None, "langs": None, "model": None}
+                                                "types": None, "sources": None, "langs": None, "model": None,
+                                                "keep_modifiers": False}
     restored = spacy.util.load_model_from_config(spacy.util.load_config_from_str(config.to_str()), auto_fill=True)
     assert _ents(restored("asthma")) == [("asthma", "ENTITY", "C0004096")]
 

@@ -11,12 +11,14 @@ import typer
 from babelink.cli.options import (
     BundleOption,
     FilterOption,
+    KeepModifiersOption,
     LangsOption,
     MinProbabilityOption,
     ModelOption,
     SourcesOption,
     TypesOption,
     counted,
+    link_params,
 )
 from babelink.errors import InvalidInputError
 from babelink.fsutil import refuse_same_file
@@ -59,6 +61,7 @@ def link(
         bool, typer.Option("--candidates", help="JSONL: each mention's ranked candidates too.")
     ] = False,
     min_probability: MinProbabilityOption = None,
+    keep_modifiers: KeepModifiersOption = False,
     types: TypesOption = None,
     sources: SourcesOption = None,
     langs: LangsOption = None,
@@ -116,7 +119,7 @@ def link(
                  else read_input_documents(input_path, lang=lang))
     from babelink.retrieve.filters import NameFilter
 
-    params = {} if min_probability is None else {"min_probability": min_probability}
+    params = link_params(min_probability, keep_modifiers)
     name_filter = NameFilter.of(types, sources, langs)
     if name_filter and engine is Engine.ray:
         raise InvalidInputError("--types, --sources and --langs run with --engine local only")

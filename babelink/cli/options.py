@@ -28,6 +28,9 @@ MinProbabilityOption = Annotated[
         help="Keep only concepts whose calibrated probability of being right reaches this (link: the default "
              "chosen on dev data; normalize: 0, and a mention with none left is NIL).")
 ]
+KeepModifiersOption = Annotated[bool, typer.Option(
+    "--keep-modifiers", help="Also link words that only qualify a mention (severe, chronic, bilateral: HPO Clinical "
+                             "modifier and Frequency, UMLS T079–T082), left out by default.")]
 TypesOption = Annotated[list[str] | None, typer.Option(
     "--types", help="Search only names of concepts of these semantic types (MRSTY; repeat or comma-separate).")]
 SourcesOption = Annotated[list[str] | None, typer.Option(
@@ -53,6 +56,12 @@ class IndexKind(str, Enum):
     flat = "flat"
     hnsw = "hnsw"
     ivfpq = "ivfpq"
+
+
+def link_params(min_probability: float | None, keep_modifiers: bool) -> dict:
+    """The `LinkParams` fields `link` and `serve` options set (the rest keep their defaults)."""
+    return {**({} if min_probability is None else {"min_probability": min_probability}),
+            **({"modifier_types": frozenset()} if keep_modifiers else {})}
 
 
 @contextlib.contextmanager

@@ -39,6 +39,7 @@ def serve(
     context_filter: options.FilterOption = None,
     model: options.ModelOption = None,
     min_probability: options.MinProbabilityOption = None,
+    keep_modifiers: options.KeepModifiersOption = False,
     types: options.TypesOption = None,
     sources: options.SourcesOption = None,
     langs: options.LangsOption = None,
@@ -61,7 +62,7 @@ def serve(
     from babelink.serve import ServiceLimits, create_app
 
     linker = Linker.open(bundle, filter=context_filter, name_filter=NameFilter.of(types, sources, langs), model=model,
-                         **({} if min_probability is None else {"min_probability": min_probability}))
+                         **options.link_params(min_probability, keep_modifiers))
     service = create_app(linker, ServiceLimits(workers=workers, queue=queue, timeout=timeout))
     typer.echo(f"serving {linker.bundle.path} on http://{host}:{port}/", err=True)
     # Bounds what idle or half-open sockets can hold; read timeouts for slow clients need a proxy (README).

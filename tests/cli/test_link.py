@@ -83,3 +83,33 @@ def test_link_usage_errors(bundle, tmp_path):
     assert "not both or neither" in babelink("link", "-b", bundle).stderr
     assert "give --output DIR" in babelink("link", "-b", bundle, "asthma", "--format", "brat").stderr
     assert "not a babelink context filter" in babelink("link", "-b", bundle, "asthma", "--filter", tmp_path).stderr
+
+
+def test_build_types_from_an_ontology_and_link_leaves_modifiers_out(tmp_path):
+    (tmp_path / "hp.obo").write_text("[Term]\nid: HP:0000001\nname: All\n\n[Term]\nid: HP:0012823\nname: Clinical "
+                                     "modifier\nis_a: HP:0000001\n\n[Term]\nid: HP:0012828\nname: Severe\n"
+                                     "is_a: HP:0012823\n")
+    (tmp_path / "MRCONSO.RRF").write_text(
+        "C0205082|ENG|P|L1|PF|S1|Y|A1||||HPO|PT|HP:0012828|Severe|0|N||\n"
+        "C0004096|ENG|P|L4|PF|S4|Y|A4||||MSH|MH|D001249|Asthma|0|N||\n")
+    built = babelink("build", "--kb", tmp_path / "MRCONSO.RRF", "--types-from", tmp_path / "hp.obo",
+                     "--out", tmp_path / "bundle", "--retriever", "sparse")
+    assert built.returncode == 0, built.stderr
+    assert "1 concepts typed by hp.obo" in built.stderr
+    text = "Severe asthma; the cough was severe."
+    linked = babelink("link", "-b", tmp_path / "bundle", text)
+    assert _mentions(json.loads(linked.stdout)) == [("asthma", "C0004096")]
+    kept = babelink("link", "-b", tmp_path / "bundle", "--keep-modifiers", text)
+    assert _mentions(json.loads(kept.stdout)) == [("Severe", "C0205082"), ("asthma", "C0004096"),
+                                                  ("severe", "C0205082")]
+    typed = babelink("normalize", "-b", tmp_path / "bundle", "--types", "HP:0012823", "severely")
+    assert [c["id"] for c in json.loads(typed.stdout)["candidates"]] == ["C0205082"]
+
+
+def test_a_malformed_ontology_is_named_by_file_and_line(tmp_path):
+    (tmp_path / "bad.obo").write_text("[Term]\nid: HP:1\nis_a:\n")
+    (tmp_path / "MRCONSO.RRF").write_text("C0004096|ENG|P|L4|PF|S4|Y|A4||||MSH|MH|D001249|Asthma|0|N||\n")
+    result = babelink("build", "--kb", tmp_path / "MRCONSO.RRF", "--types-from", tmp_path / "bad.obo",
+                      "--out", tmp_path / "bundle", "--retriever", "sparse")
+    assert result.returncode != 0 and "bad.obo:3" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "bundle").exists()

@@ -94,3 +94,98 @@ def test_read_obo_builds_a_kb(tmp_path):
     (tmp_path / "bad.obo").write_text(OBO.replace("name: Phenotypic abnormality", "name: A\nname: B"))
     with pytest.raises(InputFormatError, match=r"bad.obo:31: second 'name'"):
         read_obo(tmp_path / "bad.obo")
+
+
+BRANCHED = """\
+[Term]
+id: HP:0000001
+name: All
+
+[Term]
+id: HP:0000118
+name: Phenotypic abnormality
+is_a: HP:0000001 ! All
+
+[Term]
+id: HP:0012823
+name: Clinical modifier
+is_a: HP:0000001
+
+[Term]
+id: HP:0012824
+name: Severity
+is_a: HP:0012823
+
+[Term]
+id: HP:0012828
+name: Severe
+is_a: HP:0012824 ! Severity
+
+[Term]
+id: HP:0001250
+name: Seizure
+is_a: HP:0000118
+
+[Term]
+id: HP:0002373
+name: Febrile seizure
+is_a: HP:0001250
+is_a: HP:0012823 ! also filed as a modifier: both branches
+
+[Term]
+id: HP:0000002
+name: obsolete Stature
+is_obsolete: true
+is_a: HP:0000118
+
+[Term]
+id: HP:9000001
+name: Loop one
+is_a: HP:9000002
+
+[Term]
+id: HP:9000002
+name: Loop two
+is_a: HP:9000001
+
+[Term]
+id: HP:9000003
+name: Below a missing parent
+is_a: HP:7777777
+"""
+
+
+def test_branches_are_the_roots_children_on_every_is_a_path():
+    from babelink.kb.obo import term_branches
+
+    branches = term_branches(iter_obo_terms(lines_of(BRANCHED), "hp.obo"))
+    assert branches["HP:0000001"] == frozenset()  # the root
+    assert branches["HP:0000118"] == {"HP:0000118"}  # a child of the root is its own branch
+    assert branches["HP:0012828"] == {"HP:0012823"}  # two levels down
+    assert branches["HP:0002373"] == {"HP:0000118", "HP:0012823"}
+    assert "HP:0000002" not in branches  # obsolete
+    assert branches["HP:9000001"] == branches["HP:9000002"] == frozenset()  # a cycle no root reaches
+    assert branches["HP:9000003"] == frozenset()  # its parent is not in the file: a root of its own
+
+
+def test_obo_concepts_carry_branches_and_type_another_kb_through_codes(tmp_path):
+    from babelink.kb.obo import read_obo, read_obo_branches, types_from_ontology
+    from babelink.kb.umls import read_umls
+
+    (tmp_path / "hp.obo").write_text(BRANCHED)
+    kb = read_obo(tmp_path / "hp.obo")
+    types = dict(zip(kb.concepts.column("concept_id").to_pylist(), kb.concepts.column("types").to_pylist()))
+    assert types["HP:0012828"] == ["HP:0012823"] and types["HP:0001250"] == ["HP:0000118"]
+    # MRCONSO writes an HPO atom's code as HPO:HP:…; a concept without an HPO code gains nothing
+    (tmp_path / "MRCONSO.RRF").write_text(
+        "C0205082|ENG|P|L1|PF|S1|Y|A1||||HPO|PT|HP:0012828|Severe|0|N||\n"
+        "C0036572|ENG|P|L2|PF|S2|Y|A2||||HPO|PT|HP:0001250|Seizure|0|N||\n"
+        "C0036572|ENG|S|L3|PF|S3|N|A3||||MSH|MH|D012640|Seizures|0|N||\n"
+        "C0004096|ENG|P|L4|PF|S4|Y|A4||||MSH|MH|D001249|Asthma|0|N||\n")
+    umls = read_umls(tmp_path / "MRCONSO.RRF")
+    typed, gained = types_from_ontology(umls, read_obo_branches(tmp_path / "hp.obo"))
+    assert gained == 2
+    types = dict(zip(typed.concepts.column("concept_id").to_pylist(), typed.concepts.column("types").to_pylist()))
+    assert types == {"C0205082": ["HP:0012823"], "C0036572": ["HP:0000118"], "C0004096": []}
+    assert typed.names.equals(umls.names)
+    assert types_from_ontology(typed, read_obo_branches(tmp_path / "hp.obo"))[1] == 0  # typing twice adds nothing

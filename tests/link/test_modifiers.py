@@ -1,0 +1,51 @@
+"""`link` leaves out words that only qualify a mention; `normalize` still answers them."""
+
+from dataclasses import replace
+
+import pytest
+
+from babelink.bundle.store import build_bundle
+from babelink.kb.base import KnowledgeBaseBuilder
+from babelink.link.linker import Linker
+from babelink.link.modifiers import MODIFIER_TYPES, concept_types, is_modifier
+
+CONCEPTS = {  # id: (names, types)
+    "C0205082": (["Severe"], ["HP:0012823"]),  # HPO Clinical modifier
+    "C0205191": (["Chronic"], ["T079"]),  # UMLS Temporal Concept
+    "C0004096": (["Asthma"], ["T047"]),
+    "C0030193": (["Pain"], []),  # untyped: the KB says nothing, so it stays a mention
+    "C9999999": (["Relapsing"], ["HP:0012823", "HP:0000118"]),  # a modifier and a phenotype: a mention
+}
+TEXT = "Severe asthma. The pain was severe and chronic, relapsing."
+
+
+@pytest.fixture(scope="module")
+def linker(tmp_path_factory):
+    builder = KnowledgeBaseBuilder()
+    for concept_id, (names, types) in CONCEPTS.items():
+        builder.add_names(concept_id, [(name, "PT") for name in names], lang="en", source="TEST")
+        builder.add_concept(concept_id, types=types)
+    path = build_bundle(builder.build(), tmp_path_factory.mktemp("bundles") / "typed", retriever="sparse")
+    return Linker.open(path, link_threshold=0.9)
+
+
+def _found(document):
+    return [(mention.text, mention.concept.concept_id) for mention in document.mentions]
+
+
+def test_modifier_concepts_are_those_with_only_modifier_types(linker):
+    types = concept_types(linker.bundle.kb)
+    assert [c for c in CONCEPTS if is_modifier(c, types, MODIFIER_TYPES)] == ["C0205082", "C0205191"]
+    assert not any(is_modifier(c, types, frozenset()) for c in CONCEPTS)
+
+
+def test_link_leaves_modifiers_out_and_keeps_them_when_asked(linker):
+    assert _found(linker.link(TEXT)) == [("asthma", "C0004096"), ("pain", "C0030193"), ("relapsing", "C9999999")]
+    keeping = linker.with_options(link_params=replace(linker.link_params, modifier_types=frozenset()))
+    assert _found(keeping.link(TEXT)) == [("Severe", "C0205082"), ("asthma", "C0004096"), ("pain", "C0030193"),
+                                          ("severe", "C0205082"), ("chronic", "C0205191"),
+                                          ("relapsing", "C9999999")]
+
+
+def test_normalize_still_answers_a_modifier(linker):
+    assert linker.normalize("severe")[0].concept_id == "C0205082"
