@@ -317,27 +317,30 @@ def main() -> None:
               for lang, name, predicted, observed, count in reliability_rows]
 
     lines += ["", "### `link`: end-to-end strict / partial F1 of the left-out language", "",
-              "Modifiers linked (the baseline) and left out (`link`'s decision):", "",
-              ("| corpus | lang | gold | today (cosine ≥ 0.98, no translation, modifiers linked) | cosine ≥ 0.98 with "
-               "translation, modifiers linked | calibrated, modifiers linked | cosine ≥ 0.98 with translation | "
-               "calibrated, with translation | floor / p / policy |"), "|---|---|---:|---|---|---|---|---|---|"]
+              ("Each decision from the same proposals: today's (no translation, modifiers linked), the cosine rule "
+               "and the calibrated decision with translation, each with modifiers linked and left out (`link`'s "
+               "default: the cosine rule, modifiers left out)."), "",
+              "| corpus | lang | gold | decision | strict P / R | strict F1 | partial F1 | floor / p / policy |",
+              "|---|---|---:|---|---|---:|---:|---|"]
     for lang in link_langs:
         others = [other for other in link_langs if other != lang]
-        scores, choices = [], []
-        for view in (with_modifiers, corpora):
+        decided: dict[str, list[tuple[str, dict, str]]] = {}
+        for view, modifiers in ((with_modifiers, "modifiers linked"), (corpora, "modifiers left out")):
             model = _fit_link(view, lambda code, lang=lang: code != lang)
             choice, _ = _choose(view, model, others)
-            choices.append(choice)
-            scores.append({corpus: (_cosine_rule(c, TODAY), _calibrated_rule(c, model, *choice))
-                           for corpus, c in view.items() if c["lang"] == lang})
-        for corpus, c in corpora.items():
-            if c["lang"] != lang:
-                continue
-            today = _cosine_rule(c, TODAY, "untranslated")
-            (cosine_all, calibrated_all), (cosine, calibrated) = scores[0][corpus], scores[1][corpus]
-            lines.append(f"| {corpus} | {lang} | {len(c['gold']):,} | {_f1(today)} | {_f1(cosine_all)} | "
-                         f"{_f1(calibrated_all)} | {_f1(cosine)} | {_f1(calibrated)} | "
-                         f"{' / '.join(map(str, choices[1]))} |")
+            for corpus, c in view.items():
+                if c["lang"] == lang:
+                    decided.setdefault(corpus, []).extend([
+                        (f"cosine ≥ {TODAY} with translation, {modifiers}", _cosine_rule(c, TODAY), ""),
+                        (f"calibrated with translation, {modifiers}", _calibrated_rule(c, model, *choice),
+                         " / ".join(map(str, choice)))])
+        for corpus, rows in decided.items():
+            c = corpora[corpus]
+            rows.insert(0, (f"today: cosine ≥ {TODAY}, no translation, modifiers linked",
+                            _cosine_rule(with_modifiers[corpus], TODAY, "untranslated"), ""))
+            lines += [f"| {corpus} | {lang} | {len(c['gold']):,} | {decision} | {scores['strict']['precision']:.3f} / "
+                      f"{scores['strict']['recall']:.3f} | {scores['strict']['f1']:.3f} | "
+                      f"{scores['partial']['f1']:.3f} | {choice} |" for decision, scores, choice in rows]
 
     normalize_model = Model.fit(*normalize.arrays(lambda _: True))
     link_model = _fit_link(corpora, lambda _: True)
@@ -353,11 +356,6 @@ def main() -> None:
         Calibrator({"normalize": normalize_model, "link": link_model}, trained_on).save(
             ROOT / "babelink" / "retrieve" / CALIBRATION_FILE)
     publish("\n".join(lines), not args.no_write, "calibration")
-
-
-def _f1(scores: dict) -> str:
-    return f"{scores['strict']['f1']:.3f} / {scores['partial']['f1']:.3f}"
-
 
 
 if __name__ == "__main__":

@@ -84,6 +84,7 @@ HEADLINES = (
                              "hybrid", key="set")),
     Headline("Calibrated link decisions and translation, leave-one-language-out", "calibration", "calibrate.py",
              "calibrated, with translation"),
+    Headline("Link leaves modifiers out, embedded default", "end-to-end", "modifiers.py", "modifiers left out"),
     Headline("SAP-trained encoders, XL-BEL and Mantra GSC", "sap-training", "sap_training.py", "mean Acc@1"),
     Headline("Normalize speed", "speed", "normalize_speed.py", "mentions/s",
              summary=Summary("setting", "mentions/s", ("hybrid, default (",), "hybrid, encoder fp32")),
