@@ -69,6 +69,10 @@ class LinkParams:
     def __post_init__(self):
         check_top_k(self.top_k)
         check_probability(self.min_probability)
+        if isinstance(self.modifier_types, str):
+            raise InvalidInputError(f"modifier_types must be a collection of type codes, not the string "
+                                    f"{self.modifier_types!r}")
+        object.__setattr__(self, "modifier_types", frozenset(self.modifier_types))
 
 
 @dataclass

@@ -49,3 +49,12 @@ def test_link_leaves_modifiers_out_and_keeps_them_when_asked(linker):
 
 def test_normalize_still_answers_a_modifier(linker):
     assert linker.normalize("severe")[0].concept_id == "C0205082"
+
+
+def test_modifier_types_take_any_collection_but_not_a_string():
+    from babelink.errors import InvalidInputError
+    from babelink.link.documents import LinkParams
+
+    assert LinkParams(modifier_types=["T080"]).modifier_types == frozenset({"T080"})
+    with pytest.raises(InvalidInputError, match="not the string 'T080'"):
+        LinkParams(modifier_types="T080")
