@@ -4,7 +4,7 @@ HPO files them under Clinical modifier (severity, laterality, spatial and tempor
 onset, course) and Frequency; UMLS under the semantic types Temporal, Qualitative, Quantitative
 and Spatial Concept. Annotation guidelines for disease and clinical mentions (NCBI-disease,
 BC5CDR, Mantra GSC, QUAERO) do not annotate such a word on its own, yet each is a one-word KB
-name found in almost every clinical text: on Mantra GSC they were a quarter of the English false
+name found in almost every clinical text: on Mantra GSC they were a third of the English false
 positives of `link`. `link` therefore drops a span whose best concept has types and all of them
 are modifier types; `normalize` still answers them, and `LinkParams(modifier_types=frozenset())`
 links them too. A KB without types (no MRSTY, no ontology) is unaffected: types come from MRSTY,
