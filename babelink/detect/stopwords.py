@@ -15,7 +15,7 @@ a KB protects nothing, and "ALL" in a text is never a stop word, while "all" alw
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import cache
 
 import stopwordsiso
@@ -52,21 +52,37 @@ def protected_words(names: Iterable[str]) -> frozenset[str]:
                      if count >= PROTECT_MIN_NAMES and count >= PROTECT_MIN_SHARE * anywhere[word])
 
 
-def protected_by_language(names: Iterable[tuple[str, str]]) -> dict[str, frozenset[str]]:
+class ProtectedByLanguage(Mapping[str, frozenset[str]]):
     """`protected_words` of each language's distinct names, from (name, ISO language) pairs: a
-    name several concepts share is one name string, as in the bundle's name table."""
-    grouped: defaultdict[str, set[str]] = defaultdict(set)
-    for name, lang in names:
-        grouped[lang].add(name)
-    return {lang: protected_words(group) for lang, group in grouped.items()}
+    name several concepts share is one name string, as in the bundle's name table. Each
+    language's are counted when first asked for, so linking a Spanish text tokenises the KB's
+    Spanish names only."""
+
+    def __init__(self, names: Iterable[tuple[str, str]]):
+        grouped: defaultdict[str, set[str]] = defaultdict(set)
+        for name, lang in names:
+            grouped[lang].add(name)
+        self._names = dict(grouped)
+        self._protected: dict[str, frozenset[str]] = {}
+
+    def __getitem__(self, lang: str) -> frozenset[str]:
+        if lang not in self._protected:
+            self._protected[lang] = protected_words(self._names[lang])
+        return self._protected[lang]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
 
 
 class BoundaryStopwords:
     """Stop words per language, minus the words the KB's names in that language protect
-    (`protected_by_language`); the language is `guess_language`'s when unknown."""
+    (`ProtectedByLanguage`); the language is `guess_language`'s when unknown."""
 
     def __init__(self, protected: Mapping[str, frozenset[str]] | None = None):
-        self.protected = dict(protected or {})
+        self.protected = protected or {}
         self._by_lang: dict[str, frozenset[str]] = {}
         self._protected_by_lang: dict[str, frozenset[str]] = {}
 

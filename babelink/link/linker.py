@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from babelink.batching import batched
 from babelink.bundle.store import Bundle, load_bundle_with_encoder
 from babelink.detect import MentionDetector
-from babelink.detect.stopwords import BoundaryStopwords, protected_by_language
+from babelink.detect.stopwords import BoundaryStopwords, ProtectedByLanguage
 from babelink.encoders import Encoder
 from babelink.errors import InvalidInputError
 from babelink.formats.document import Document
@@ -140,7 +140,7 @@ class Linker:
 
             return DualLinker(self.model, self.bundle, self.link_params, self.name_filter)
         bundles = [self.bundle] + ([self.bundle.spans] if self.bundle.spans is not None else [])
-        protected = protected_by_language(
+        protected = ProtectedByLanguage(
             pair for part in bundles
             for pair in zip(part.kb.names.column("name").to_pylist(), part.kb.names.column("lang").to_pylist()))
         sparse = self.bundle.retriever == "sparse"

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from babelink.detect.overlaps import resolve_overlaps
 from babelink.detect.spans import SpanParams, enumerate_spans
-from babelink.detect.stopwords import BoundaryStopwords, guess_language, protected_by_language, protected_words
+from babelink.detect.stopwords import BoundaryStopwords, ProtectedByLanguage, guess_language, protected_words
 from babelink.detect.tokenize import joinable, tokenize
 
 
@@ -110,7 +110,8 @@ def test_kb_boundary_words_are_protected():
 def test_only_names_in_the_texts_language_protect_its_stop_words():
     turkish = [("El anomalisi", "tr"), ("El tremoru", "tr"), ("Kısa el", "tr"), ("Geniş el", "tr")]
     spanish = [("Cáncer de colon", "es"), ("Hipertensión arterial", "es")]
-    protected = protected_by_language(turkish + spanish)
+    protected = ProtectedByLanguage(turkish + spanish)
+    assert sorted(protected) == ["es", "tr"] and protected.get("de") is None
     assert "el" in protected["tr"] and "el" not in protected["es"]
     boundaries = BoundaryStopwords(protected)
     assert "el" in boundaries.for_language("es") and "el" not in boundaries.for_language("tr")
