@@ -8,9 +8,11 @@ encoder's own alignment is weak (the "infarto de miocardio" → "infarction of m
 - Words: spaced scripts split on spaces; Chinese, Japanese and Thai runs are segmented by
   forward maximum matching against the lexicon's own entries (`segment`).
 - Inflection: a word missing from the lexicon backs off to the entry that shares its longest
-  prefix, when what differs is a short ending on either side ("enfermedades" → "enfermedad",
-  Finnish "sydämen" → "sydän"); a long word that still has no match is tried as a compound of
-  two entries ("herzinfarkt" → "herz" + "infarkt").
+  prefix, when what differs is a short ending on either side and the lexicon itself shows that
+  pair of endings on other stems ("enfermedades" → "enfermedad": "-es" and "" end many entries
+  of one stem; the brand name "refludan" does not become "reflux": no French stem takes both
+  "-dan" and "-x"); a long word that still has no match is tried as a compound of two entries
+  ("herzinfarkt" → "herz" + "infarkt").
 - English stays English: a word the lexicon lacks but the KB's English names contain
   ("mellitus", "HbA1c") is kept as it is, as are words nothing matches.
 """
@@ -20,8 +22,9 @@ from __future__ import annotations
 import bisect
 import functools
 import itertools
+from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import regex
 
@@ -34,6 +37,9 @@ _KATAKANA_SPLIT = regex.compile(r"([\p{Katakana}\u30FC]+)|[^\p{Katakana}\u30FC]+
 _GRAPHEME = regex.compile(r"\X")
 #: Longest phrase entry matched as one word.
 MAX_PHRASE_WORDS = 6
+#: Longest ending an inflection backoff compares, and how many other stems must take both endings.
+MAX_ENDING = 5
+MIN_ATTESTING_STEMS = 2
 
 
 @dataclass(frozen=True)
@@ -56,11 +62,34 @@ class _Vocabulary:
     sorted_keys: list[str]  # for prefix search (`Renderer._stem`)
     longest_chars: int  # longest entry, in characters (unspaced segmentation)
     longest_words: int  # longest entry, in words, capped at MAX_PHRASE_WORDS (phrase matching)
+    min_stem: int  # shortest stem an ending is attested on (`RenderParams.min_stem`)
+    _attested: dict[tuple[str, str], bool] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, entries: dict[str, tuple[str, ...]]) -> _Vocabulary:
+    def of(cls, entries: dict[str, tuple[str, ...]], min_stem: int) -> _Vocabulary:
         return cls(entries, sorted(entries), max(map(len, entries), default=1),
-                   min(MAX_PHRASE_WORDS, max((key.count(" ") + 1 for key in entries), default=1)))
+                   min(MAX_PHRASE_WORDS, max((key.count(" ") + 1 for key in entries), default=1)), min_stem)
+
+    @functools.cached_property
+    def stems_by_ending(self) -> dict[str, set[str]]:
+        """Each ending of up to `MAX_ENDING` characters → the stems (at least `min_stem` long) of
+        the single-word entries before it: short words ("re", "ma") would attest any ending."""
+        stems: defaultdict[str, set[str]] = defaultdict(set)
+        for entry in self.entries:
+            if " " not in entry:
+                for cut in range(max(self.min_stem, len(entry) - MAX_ENDING), len(entry) + 1):
+                    stems[entry[cut:]].add(entry[:cut])
+        return dict(stems)
+
+    def attested(self, ending: str, other: str) -> bool:
+        """Whether at least `MIN_ATTESTING_STEMS` stems of the lexicon take both endings."""
+        key = (ending, other) if ending <= other else (other, ending)
+        if key not in self._attested:
+            first, second = sorted((self.stems_by_ending.get(ending, set()), self.stems_by_ending.get(other, set())),
+                                   key=len)
+            shared = (stem for stem in first if stem in second)
+            self._attested[key] = sum(1 for _ in itertools.islice(shared, MIN_ATTESTING_STEMS)) == MIN_ATTESTING_STEMS
+        return self._attested[key]
 
 
 @dataclass(frozen=True)
@@ -201,17 +230,19 @@ class Renderer:
 
     def _stem(self, token: str, lang: str) -> str | None:
         """The entry sharing the longest prefix (at least `min_stem`) with `token`, when each
-        side's remaining ending is short (a third of the word, at least 3 characters)."""
+        side's remaining ending is short (a third of the word, at least 3 characters) and the
+        lexicon attests that pair of endings on other stems (`_Vocabulary.attested`)."""
         if len(token) <= self.params.min_stem:
             return None
-        keys = self._vocabulary(lang).sorted_keys
-        slack = max(3, len(token) // 3)
+        vocabulary = self._vocabulary(lang)
+        keys = vocabulary.sorted_keys
+        slack = min(MAX_ENDING, max(3, len(token) // 3))
         for length in range(len(token), max(self.params.min_stem, len(token) - slack) - 1, -1):
             prefix = token[:length]
             index = bisect.bisect_left(keys, prefix)
             matches = []
             while index < len(keys) and keys[index].startswith(prefix):
-                if len(keys[index]) - length <= slack:
+                if len(keys[index]) - length <= slack and vocabulary.attested(token[length:], keys[index][length:]):
                     matches.append(keys[index])
                 index += 1
             if matches:
@@ -237,7 +268,7 @@ class Renderer:
 
     def _vocabulary(self, lang: str) -> _Vocabulary:
         if lang not in self._vocabularies:
-            self._vocabularies[lang] = _Vocabulary.of(self.lexicon.entries(lang))
+            self._vocabularies[lang] = _Vocabulary.of(self.lexicon.entries(lang), self.params.min_stem)
         return self._vocabularies[lang]
 
 

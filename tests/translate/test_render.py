@@ -12,7 +12,10 @@ from babelink.translate.render import Renderer, RenderParams
 
 SENSES = {
     "es": {"infarto": ("infarction", "heart attack"), "de": ("of", "from"), "miocardio": ("myocardium",),
-           "enfermedad": ("disease",), "crónico": ("chronic",), "diabetes": ("diabetes",), "tipo": ("type",)},
+           "enfermedad": ("disease",), "crónico": ("chronic",), "diabetes": ("diabetes",), "tipo": ("type",),
+           # stems that take both endings of a backoff: "-es"/"" and "-as"/"-o" are inflections here
+           "ciudad": ("city",), "ciudades": ("cities",), "verdad": ("truth",), "verdades": ("truths",),
+           "blanco": ("white",), "blancas": ("white",), "negro": ("black",), "negras": ("black",)},
     "de": {"herz": ("heart",), "infarkt": ("infarction",), "lunge": ("lung",), "entzündung": ("inflammation",),
            "diabetes": ("diabetes",), "typ": ("type",)},
     "zh": {"糖尿病": ("diabetes",), "糖尿": ("glycosuria",), "型": ("type",), "高血压": ("hypertension",),
@@ -20,7 +23,10 @@ SENSES = {
     "ja": {"関節": ("joint",), "関節炎": ("arthritis",), "炎": ("inflammation",), "リウマチ": ("rheumatism",),
            "ウマ": ("horse",)},
     "th": {"ความดัน": ("pressure",), "ความ": ("matter",), "โลหิต": ("blood",), "สูง": ("high",)},
-    "fi": {"sydän": ("heart",), "vajaatoiminta": ("insufficiency",)},
+    "fi": {"sydän": ("heart",), "vajaatoiminta": ("insufficiency",), "avain": ("key",), "avaimen": ("key's",),
+           "puhelin": ("phone",), "puhelimen": ("phone's",)},
+    "fr": {"reflux": ("reflux",), "flux": ("flux",), "maladie": ("disease",), "maladies": ("diseases",),
+           "patient": ("patient",), "patients": ("patients",)},
 }
 
 
@@ -66,6 +72,12 @@ def test_rendering_count_is_capped():
 ])
 def test_inflection_compounds_and_english(renderer, text, lang, rendering):
     assert renderer.render(text, lang)[0] == rendering
+
+
+def test_a_backoff_needs_endings_the_lexicon_attests(renderer):
+    assert renderer.render("maladie", "fr") == ["disease"] and renderer.render("fluxs", "fr") == ["flux"]
+    assert renderer.render("refludan", "fr") == []  # a brand name is not "reflux": no stem takes "-dan" and "-x"
+    assert renderer.render("enfermedades", "es") == ["disease"]
 
 
 def test_short_words_do_not_back_off(renderer):
