@@ -85,10 +85,8 @@ class _Vocabulary:
         """Whether at least `MIN_ATTESTING_STEMS` stems of the lexicon take both endings."""
         key = (ending, other) if ending <= other else (other, ending)
         if key not in self._attested:
-            first, second = sorted((self.stems_by_ending.get(ending, set()), self.stems_by_ending.get(other, set())),
-                                   key=len)
-            shared = (stem for stem in first if stem in second)
-            self._attested[key] = sum(1 for _ in itertools.islice(shared, MIN_ATTESTING_STEMS)) == MIN_ATTESTING_STEMS
+            first, second = (self.stems_by_ending.get(part, set()) for part in key)
+            self._attested[key] = len(first & second) >= MIN_ATTESTING_STEMS
         return self._attested[key]
 
 
