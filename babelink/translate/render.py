@@ -22,7 +22,6 @@ from __future__ import annotations
 import bisect
 import functools
 import itertools
-from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -71,22 +70,35 @@ class _Vocabulary:
                    min(MAX_PHRASE_WORDS, max((key.count(" ") + 1 for key in entries), default=1)), min_stem)
 
     @functools.cached_property
-    def stems_by_ending(self) -> dict[str, set[str]]:
-        """Each ending of up to `MAX_ENDING` characters → the stems (at least `min_stem` long) of
-        the single-word entries before it: short words ("re", "ma") would attest any ending."""
-        stems: defaultdict[str, set[str]] = defaultdict(set)
-        for entry in self.entries:
-            if " " not in entry:
-                for cut in range(max(self.min_stem, len(entry) - MAX_ENDING), len(entry) + 1):
-                    stems[entry[cut:]].add(entry[:cut])
-        return dict(stems)
+    def reversed_words(self) -> list[str]:
+        """The single-word entries spelled backwards, sorted: the words that end with an ending
+        are one range of it (`_ending_range`). Short words ("re", "ma") would attest any ending,
+        so only words longer than `min_stem` are kept."""
+        return sorted(entry[::-1] for entry in self.entries if " " not in entry and len(entry) >= self.min_stem)
+
+    def _ending_range(self, ending: str) -> tuple[int, int]:
+        reversed_ending = ending[::-1]
+        start = bisect.bisect_left(self.reversed_words, reversed_ending)
+        return start, bisect.bisect_left(self.reversed_words, reversed_ending + "\U0010ffff", start)
 
     def attested(self, ending: str, other: str) -> bool:
-        """Whether at least `MIN_ATTESTING_STEMS` stems of the lexicon take both endings."""
+        """Whether at least `MIN_ATTESTING_STEMS` stems (of `min_stem` characters or more) of the
+        lexicon's single words take both endings (of `MAX_ENDING` characters at most). Counted on
+        the words with the rarer ending, on first use of the pair: a language costs one sort."""
         key = (ending, other) if ending <= other else (other, ending)
-        if key not in self._attested:
-            first, second = (self.stems_by_ending.get(part, set()) for part in key)
-            self._attested[key] = len(first & second) >= MIN_ATTESTING_STEMS
+        if key in self._attested:
+            return self._attested[key]
+        found = 0
+        if max(map(len, key)) <= MAX_ENDING and not any(" " in part for part in key):
+            (start, stop), rare, common = min(((self._ending_range(part), part, next_part)
+                                               for part, next_part in (key, key[::-1])),
+                                              key=lambda found: found[0][1] - found[0][0])
+            for position in range(start, stop):
+                stem = self.reversed_words[position][len(rare):][::-1]
+                found += len(stem) >= self.min_stem and stem + common in self.entries
+                if found >= MIN_ATTESTING_STEMS:
+                    break
+        self._attested[key] = found >= MIN_ATTESTING_STEMS
         return self._attested[key]
 
 
