@@ -38,6 +38,36 @@ def test_fuse_without_renderings_is_the_original():
     assert fuse(original, []) == original
 
 
+class _Recording:
+    """A base generator with fixed answers that records the queries it is asked."""
+
+    def __init__(self, answers):
+        self.answers, self.asked = answers, []
+
+    def generate(self, normalized, top_k, capitals=None, langs=None):
+        self.asked.append(list(normalized))
+        return [self.answers.get(text, []) for text in normalized]
+
+
+class _Renderer:
+    def render(self, text, lang=None):
+        return [f"{text} in english"]
+
+
+class _NoNames:
+    def lookup(self, text):
+        return None
+
+
+def test_only_mentions_not_answered_confidently_are_rendered():
+    base = _Recording({"sure": candidates(("A", 0.99)), "unsure": candidates(("B", 0.90)),
+                       "unsure in english": candidates(("C", 0.95))})
+    fused = TranslatingGenerator(base, _Renderer(), _NoNames(), confident=0.975).generate(
+        ["sure", "unsure", "unknown"], top_k=2)
+    assert base.asked == [["sure", "unsure", "unknown"], ["unsure in english", "unknown in english"]]
+    assert [[c.concept_id for c in found] for found in fused] == [["A"], ["C", "B"], []]
+
+
 KB = {"C1": ["Heart disease", "Cardiopathy"], "C2": ["Lung disease"], "C3": ["Diabetes mellitus"],
       "C4": ["Asthma", "Bronchial asthma"], "C5": ["Heart"]}
 
