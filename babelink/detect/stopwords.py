@@ -20,7 +20,7 @@ from functools import cache
 
 import stopwordsiso
 
-from babelink.detect.tokenize import Token, tokenize
+from babelink.detect.tokenize import Token, token_texts
 
 PROTECT_MIN_NAMES = 2
 PROTECT_MIN_SHARE = 0.3
@@ -37,23 +37,24 @@ def is_acronym(word: str) -> bool:
     return len(word) > 1 and word.isupper()
 
 
-def protected_words(names: Iterable[str]) -> frozenset[str]:
-    """Words that open or close KB names (as written, not normalised) often enough to never
-    count as stop words."""
+def protected_words(names: Iterable[str], candidates: frozenset[str]) -> frozenset[str]:
+    """The `candidates` (stop words, casefolded) that open or close KB names (as written, not
+    normalised) often enough to never count as stop words. Only candidates are counted: a
+    language's stop words are a few hundred words, its names' words tens of thousands."""
     at_boundary: Counter[str] = Counter()
     anywhere: Counter[str] = Counter()
     for name in names:
-        words = [token.text.casefold() for token in tokenize(name) if not is_acronym(token.text)]
+        words = [word.casefold() for word in token_texts(name) if not is_acronym(word)]
         if not words:
             continue
-        anywhere.update(words)
-        at_boundary.update({words[0], words[-1]})
+        anywhere.update(word for word in words if word in candidates)
+        at_boundary.update({word for word in (words[0], words[-1]) if word in candidates})
     return frozenset(word for word, count in at_boundary.items()
                      if count >= PROTECT_MIN_NAMES and count >= PROTECT_MIN_SHARE * anywhere[word])
 
 
 class ProtectedByLanguage(Mapping[str, frozenset[str]]):
-    """`protected_words` of each language's distinct names, from (name, ISO language) pairs: a
+    """`protected_words` among each language's stop words, of its distinct names, from (name, ISO language) pairs: a
     name several concepts share is one name string, as in the bundle's name table. Each
     language's are counted when first asked for, so linking a Spanish text tokenises the KB's
     Spanish names only."""
@@ -67,7 +68,7 @@ class ProtectedByLanguage(Mapping[str, frozenset[str]]):
 
     def __getitem__(self, lang: str) -> frozenset[str]:
         if lang not in self._protected:
-            self._protected[lang] = protected_words(self._names[lang])
+            self._protected[lang] = protected_words(self._names[lang], _stopwords(lang.lower()))
         return self._protected[lang]
 
     def __iter__(self) -> Iterator[str]:

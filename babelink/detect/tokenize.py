@@ -59,6 +59,11 @@ def tokenize(text: str) -> list[Token]:
     return tokens
 
 
+def token_texts(text: str) -> list[str]:
+    """The texts of `tokenize(text)`, without building tokens (counting the words of many names)."""
+    return [match.group() for match in _TOKEN.finditer(text)]
+
+
 def joinable(text: str, left: Token, right: Token) -> bool:
     """Whether a mention may run from `left` into `right`: only spaces or nothing lie between
     them. Punctuation, line breaks (a title and its abstract, list items, table rows) and

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from babelink.detect.overlaps import resolve_overlaps
 from babelink.detect.spans import SpanParams, enumerate_spans
 from babelink.detect.stopwords import BoundaryStopwords, ProtectedByLanguage, guess_language, protected_words
-from babelink.detect.tokenize import joinable, tokenize
+from babelink.detect.tokenize import joinable, token_texts, tokenize
 
 
 def _texts(text, stopwords=frozenset(), **params):
@@ -59,6 +59,7 @@ def test_elided_clitics_are_tokens_of_their_own():
 def test_tokens_with_apostrophes_are_ordered_exact_and_spans_never_open_or_close_on_a_clitic(text):
     tokens = tokenize(text)
     assert all(text[t.start : t.end] == t.text for t in tokens)
+    assert token_texts(text) == [t.text for t in tokens]
     assert all(left.end <= right.start for left, right in itertools.pairwise(tokens))
     clitics = [t for t in tokens if t.elided]
     for span in enumerate_spans(text, tokens, frozenset()):
@@ -99,8 +100,8 @@ def test_acronyms_are_never_stop_words():
 def test_kb_boundary_words_are_protected():
     names = ["High blood pressure", "High fever", "Small cell carcinoma", "Small intestine", "Type II diabetes"] + [
         "Carcinoma of the lung", "Disease of the heart", "ALL", "Fracture of femur", "Tumor of the skin"] * 3
-    protected = protected_words(names)
-    assert {"high", "small"} <= protected
+    protected = protected_words(names, frozenset({"high", "small", "of", "the", "all", "ii", "and"}))
+    assert {"high", "small"} <= protected and "carcinoma" not in protected  # a name word, not a stop word
     assert not {"of", "the", "all"} & protected
     stopwords = BoundaryStopwords({"en": protected}).for_language("en")
     assert "high" not in stopwords and "the" in stopwords and "of" in stopwords
@@ -112,7 +113,8 @@ def test_only_names_in_the_texts_language_protect_its_stop_words():
     spanish = [("Cáncer de colon", "es"), ("Hipertensión arterial", "es")]
     protected = ProtectedByLanguage(turkish + spanish)
     assert sorted(protected) == ["es", "tr"] and protected.get("de") is None
-    assert "el" in protected["tr"] and "el" not in protected["es"]
+    assert "el" not in protected["es"]  # the Turkish names do not protect the Spanish article
+    assert protected["tr"] <= BoundaryStopwords().for_language("tr")  # only stop words are counted
     boundaries = BoundaryStopwords(protected)
     assert "el" in boundaries.for_language("es") and "el" not in boundaries.for_language("tr")
     assert "el cáncer de colon" not in _texts("el cáncer de colon", boundaries.for_language("es"))
