@@ -98,8 +98,9 @@ def _raw_queries(data: Path):
                     yield corpus, lang, annotation.text, annotation.concept_ids
 
 
-def _documents(data: Path, corpus: str):
-    _, paths, lang, types = CORPORA[corpus]
+def _documents(data: Path, corpus: str, spec: tuple | None = None):
+    """The documents of `corpus` as `CORPORA` (or `spec`, a tuple of the same form) describes it."""
+    _, paths, lang, types = spec or CORPORA[corpus]
     found = []
     for path in paths:
         for document in read_documents(data / "bench" / path):

@@ -69,8 +69,9 @@ def main() -> None:
     linkers = {}
     current = LinkParams().recall_threshold
     rows = []
-    for corpus, (kb_name, _, lang, _) in {**CORPORA, **TEST_SETS}.items():
-        documents = _documents(args.data, corpus)
+    for corpus, spec in {**CORPORA, **TEST_SETS}.items():
+        kb_name, _, lang, _ = spec
+        documents = _documents(args.data, corpus, spec)
         if kb_name not in linkers:
             encoder = bundles[kb_name].query_encoder()
             linkers[kb_name] = (Linker(bundles[kb_name], encoder=encoder), encoder)
