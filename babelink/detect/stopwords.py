@@ -54,8 +54,8 @@ def protected_words(names: Iterable[str], candidates: frozenset[str]) -> frozens
 
 
 class ProtectedByLanguage(Mapping[str, frozenset[str]]):
-    """`protected_words` among each language's stop words, of its distinct names, from (name, ISO language) pairs: a
-    name several concepts share is one name string, as in the bundle's name table. Each
+    """Each language's `protected_words` among its stop words, from (name, ISO language) pairs
+    (a name several concepts share is one name string, as in the bundle's name table). Each
     language's are counted when first asked for, so linking a Spanish text tokenises the KB's
     Spanish names only."""
 

@@ -73,7 +73,7 @@ class _Vocabulary:
     def reversed_words(self) -> list[str]:
         """The single-word entries spelled backwards, sorted: the words that end with an ending
         are one range of it (`_ending_range`). Short words ("re", "ma") would attest any ending,
-        so only words longer than `min_stem` are kept."""
+        so only words of at least `min_stem` characters are kept."""
         return sorted(entry[::-1] for entry in self.entries if " " not in entry and len(entry) >= self.min_stem)
 
     def _ending_range(self, ending: str) -> tuple[int, int]:
