@@ -21,10 +21,11 @@ from babelink.translate.render import Renderer
 
 #: A mention whose best concept scores this much as written is not rendered. The fusion keeps the
 #: best score of any query, so a rendering could only overturn such an answer by scoring higher
-#: still; chosen leave-one-language-out on XL-BEL, Mantra and QUAERO dev as the lowest score that
-#: cost no Acc@1 in the other languages: every fold chose it, and no held-out language lost
-#: Acc@1 while 8-33% of renderings went unencoded (`benchmarks/log/notes.md`).
-CONFIDENT_SCORE = 0.975
+#: still. It is the default link threshold, so that `link` never skips a rendering that would
+#: lift a span over it (0.975, the lowest score that cost no `normalize` Acc@1 leave-one-language-
+#: out on XL-BEL, Mantra and QUAERO dev, cost Mantra fr `link` 4 mentions); 0.98 also cost no
+#: held-out language Acc@1, with 5-33% of renderings left unencoded (`benchmarks/log/notes.md`).
+CONFIDENT_SCORE = 0.98
 
 
 class TranslatingGenerator:
