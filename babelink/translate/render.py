@@ -90,10 +90,10 @@ class _Vocabulary:
             return self._attested[key]
         found = 0
         if max(map(len, key)) <= MAX_ENDING and not any(" " in part for part in key):
-            (start, stop), rare, common = min(((self._ending_range(part), part, next_part)
-                                               for part, next_part in (key, key[::-1])),
-                                              key=lambda found: found[0][1] - found[0][0])
-            for position in range(start, stop):
+            ranges = {part: self._ending_range(part) for part in key}
+            rare = min(key, key=lambda part: ranges[part][1] - ranges[part][0])
+            common = key[1] if rare == key[0] else key[0]
+            for position in range(*ranges[rare]):
                 stem = self.reversed_words[position][len(rare):][::-1]
                 found += len(stem) >= self.min_stem and stem + common in self.entries
                 if found >= MIN_ATTESTING_STEMS:
