@@ -15,7 +15,7 @@ a KB protects nothing, and "ALL" in a text is never a stop word, while "all" alw
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from functools import cache
 
 import stopwordsiso
@@ -104,10 +104,14 @@ class BoundaryStopwords:
         return self._protected_by_lang[lang]
 
 
-def guess_language(tokens: Sequence[Token]) -> str | None:
+def guess_language(tokens: Sequence[Token], prefer: Collection[str] = ()) -> str | None:
     """The language whose stop-word list covers most of the first `GUESS_TOKENS` spaced-script
     tokens (None below 5% coverage): stop words are the most frequent words of running text,
-    so their overlap is a robust language signal. Unspaced scripts are told apart by script."""
+    so their overlap is a robust language signal. Unspaced scripts are told apart by script.
+
+    Related languages share their commonest words ("и", "у" are Russian and Bulgarian): a tie
+    goes to a language in `prefer` (those the caller can read: its names' and lexicons'), then
+    to the first in alphabetical order."""
     words = [token.text.casefold() for token in tokens[:GUESS_TOKENS] if not token.unspaced]
     unspaced = [token.text for token in tokens[:GUESS_TOKENS] if token.unspaced]
     if len(unspaced) > len(words):
@@ -115,8 +119,11 @@ def guess_language(tokens: Sequence[Token]) -> str | None:
     if not words:
         return None
     hits = {lang: sum(word in _stopwords(lang) for word in words) for lang in stopwordsiso.langs()}
-    best = max(sorted(hits), key=hits.__getitem__)
-    return best if hits[best] >= 0.05 * len(words) else None
+    most = max(hits.values())
+    if most == 0 or most < 0.05 * len(words):
+        return None
+    tied = sorted(lang for lang, count in hits.items() if count == most)
+    return next((lang for lang in tied if lang in prefer), tied[0])
 
 
 def _guess_unspaced(characters: list[str]) -> str | None:

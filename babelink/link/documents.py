@@ -109,7 +109,9 @@ class Proposal:
 class DocumentLinker:
     """Links batches of documents; `recall` is the high-recall matcher, `ranker` the bundle's
     generator. Both receive span strings normalised once, here. `concept_types`: the KB's
-    concepts that have types (`link.modifiers.concept_types`)."""
+    concepts that have types (`link.modifiers.concept_types`). `languages`: those the bundle
+    reads (its names' and its translation lexicons'), which a document's language guess favours
+    and passes on to the ranker (`_languages`)."""
 
     recall: CandidateGenerator
     ranker: CandidateGenerator
@@ -119,6 +121,7 @@ class DocumentLinker:
     detector: MentionDetector | None = None
     calibration: Calibration | None = None
     concept_types: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    languages: frozenset[str] = frozenset()
 
     def link(self, documents: Sequence[Document]) -> list[LinkedDocument]:
         """Link a batch of documents; a document's `lang` None is guessed per segment."""
@@ -214,18 +217,29 @@ class DocumentLinker:
         return [self.calibration.annotate("link", key[0], candidates) for key, candidates in zip(keys, found)]
 
     def _spans(self, segments) -> list[tuple[str | None, frozenset[str], list[Span]]]:
-        """Each segment's language (given, or guessed from its stop words), stop words and
-        candidate spans: the detector's, or all enumerated."""
+        """Each segment's language to search in (`_languages`), stop words and candidate spans:
+        the detector's, or all enumerated."""
         tokens = [tokenize(segment) for _, _, segment, _ in segments]
-        langs = [lang or guess_language(found) for found, (_, _, _, lang) in zip(tokens, segments)]
+        langs, searched_as = zip(*(self._languages(lang, found) for found, (_, _, _, lang) in zip(tokens, segments)))
         stopwords = [self.stopwords.for_language(lang) for lang in langs]
         if self.detector is not None:
             found = self.detector.detect([segment for _, _, segment, _ in segments])
-            return [(lang, stop, [Span(start, end, segment[start:end]) for start, end in spans])
-                    for (_, _, segment, _), lang, stop, spans in zip(segments, langs, stopwords, found)]
-        return [(lang, stop, enumerate_spans(segment, segment_tokens, stop, self.params.spans,
-                                             self.stopwords.protected_in(lang)))
-                for (_, _, segment, _), segment_tokens, stop, lang in zip(segments, tokens, stopwords, langs)]
+            return [(searched, stop, [Span(start, end, segment[start:end]) for start, end in spans])
+                    for (_, _, segment, _), searched, stop, spans in zip(segments, searched_as, stopwords, found)]
+        return [(searched, stop, enumerate_spans(segment, segment_tokens, stop, self.params.spans,
+                                                 self.stopwords.protected_in(lang)))
+                for (_, _, segment, _), segment_tokens, stop, lang, searched
+                in zip(segments, tokens, stopwords, langs, searched_as)]
+
+    def _languages(self, given: str | None, tokens) -> tuple[str | None, str | None]:
+        """A segment's language for its stop words (the document's, else guessed from them) and
+        for its searches: a guess the bundle cannot read becomes None, so that a translating
+        ranker picks the lexicons by the span's own words rather than render nothing (Bulgarian
+        and Russian stop words overlap; a bundle may have lexicons for one only)."""
+        if given:
+            return given, given
+        guessed = guess_language(tokens, self.languages)
+        return guessed, guessed if guessed in self.languages else None
 
     def _linked_ngrams(self, span: Span, offset: int, detector: str, stopwords: frozenset[str]) -> list[Proposal]:
         parts = ngram_search(self.ranker, span.text, self.params.link_threshold, self.params.top_k, stopwords)

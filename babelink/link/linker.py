@@ -146,8 +146,10 @@ class Linker:
         sparse = self.bundle.retriever == "sparse"
         recall = self.generator if sparse else generator_for(self.bundle, retriever="sparse",
                                                              name_filter=self.name_filter)
+        lexicon = self.bundle.lexicon.languages if self.bundle.lexicon is not None else ()
         return DocumentLinker(recall, self.generator, BoundaryStopwords(protected), self.link_params,
-                              self.context_filter, self.detector, self.calibration, concept_types(self.bundle.kb))
+                              self.context_filter, self.detector, self.calibration, concept_types(self.bundle.kb),
+                              frozenset(protected) | frozenset(lexicon))
 
     @cached_property
     def calibration(self) -> Calibration | None:

@@ -141,6 +141,13 @@ def test_language_guess_from_stop_words_and_script(text, lang):
     assert guess_language(tokenize(text)) == lang
 
 
+def test_language_guess_breaks_a_tie_between_related_languages_toward_a_preferred_one():
+    text = "У пациента сахарный диабет и бронхиальная астма."  # "у" and "и": Russian and Bulgarian
+    assert guess_language(tokenize(text), prefer={"ru"}) == "ru"
+    assert guess_language(tokenize(text), prefer={"bg"}) == "bg"
+    assert guess_language(tokenize("El paciente tiene diabetes."), prefer={"ru"}) == "es"  # no tie: evidence wins
+
+
 def test_language_guess_abstains_without_evidence():
     assert guess_language(tokenize("BRCA1 p53 HbA1c")) is None
     assert guess_language([]) is None

@@ -126,9 +126,10 @@ def test_normalize_searches_through_the_rendering(bundle):
     assert linker.normalize("Heart disease", top_k=1)[0].translated is None  # a KB name: not rendered
 
 
-def test_link_finds_mentions_in_a_script_without_kb_names(bundle):
+@pytest.mark.parametrize("lang", ["ru", None])  # None: its stop words are Bulgarian's as much as Russian's
+def test_link_finds_mentions_in_a_script_without_kb_names(bundle, lang):
     linker = Linker.open(bundle, link_threshold=0.9)
-    linked = linker.link("У пациента сахарный диабет и бронхиальная астма.", lang="ru")
+    linked = linker.link("У пациента сахарный диабет и бронхиальная астма.", lang=lang)
     found = {(m.text, m.concept.concept_id) for m in linked.mentions}
     assert ("сахарный диабет", "C3") in found and ("бронхиальная астма", "C4") in found
     for mention in linked.mentions:
