@@ -12,7 +12,10 @@ encoder's own alignment is weak (the "infarto de miocardio" → "infarction of m
   pair of endings on other stems ("enfermedades" → "enfermedad": "-es" and "" end many entries
   of one stem; the brand name "refludan" does not become "reflux": no French stem takes both
   "-dan" and "-x"); a long word that still has no match is tried as a compound of two entries
-  ("herzinfarkt" → "herz" + "infarkt").
+  ("herzinfarkt" → "herz" + "infarkt"). Stems are counted in letters: a Hangul character is a
+  syllable, so a Korean stem may be two characters ("천식이" → "천식", asthma). Hebrew and Arabic
+  write some function words joined to the next one: a word is first looked up without them
+  ("ואסתמה", and asthma → "אסתמה"; `PROCLITICS`).
 - English stays English: a word the lexicon lacks but the KB's English names contain
   ("mellitus", "HbA1c") is kept as it is, as are words nothing matches.
 """
@@ -34,11 +37,28 @@ _UNSPACED_RUN = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}\u30FC\u3005\p{T
 #: A run of katakana (group 1) or of the other unspaced scripts.
 _KATAKANA_SPLIT = regex.compile(r"([\p{Katakana}\u30FC]+)|[^\p{Katakana}\u30FC]+")
 _GRAPHEME = regex.compile(r"\X")
+_HANGUL_SYLLABLE = regex.compile(r"\p{Hangul}")
 #: Longest phrase entry matched as one word.
 MAX_PHRASE_WORDS = 6
 #: Longest ending an inflection backoff compares, and how many other stems must take both endings.
 MAX_ENDING = 5
 MIN_ATTESTING_STEMS = 2
+
+
+def _sequences(*slots: tuple[str, ...]) -> tuple[str, ...]:
+    """Every non-empty concatenation of one choice per slot ("" skips it), shortest first."""
+    found = {"".join(parts) for parts in itertools.product(*slots)} - {""}
+    return tuple(sorted(found, key=lambda prefix: (len(prefix), prefix)))
+
+
+#: Function words that Hebrew and Arabic write joined to the next word, as the sequences they
+#: may form: Hebrew "and", "that"/"when", a preposition ("in", "as", "to", "from"), "the"; Arabic
+#: "and"/"so", a preposition ("with", "as", "for"), "the" (and "for the", contracted "لل"). A
+#: word the lexicon lacks is looked up without them before any other backoff.
+PROCLITICS = {
+    "he": _sequences(("", "ו"), ("", "ש", "כש", "מש"), ("", "ב", "כ", "ל", "מ"), ("", "ה")),
+    "ar": _sequences(("", "و", "ف"), ("", "ب", "ك", "ل", "لل"), ("", "ال")),
+}
 
 
 @dataclass(frozen=True)
@@ -66,8 +86,10 @@ class _Vocabulary:
 
     @classmethod
     def of(cls, entries: dict[str, tuple[str, ...]], min_stem: int) -> _Vocabulary:
+        """`min_stem` counts letters (`_scaled_min_stem`)."""
         return cls(entries, sorted(entries), max(map(len, entries), default=1),
-                   min(MAX_PHRASE_WORDS, max((key.count(" ") + 1 for key in entries), default=1)), min_stem)
+                   min(MAX_PHRASE_WORDS, max((key.count(" ") + 1 for key in entries), default=1)),
+                   _scaled_min_stem(entries, min_stem))
 
     @functools.cached_property
     def reversed_words(self) -> list[str]:
@@ -230,6 +252,9 @@ class Renderer:
             return Word(token, entries[token][: self.params.senses])
         if token in self.english_words or not spaced or token.isdigit():
             return Word(token, (token,), found=False)
+        host = self._without_proclitics(token, lang)
+        if host is not None:
+            return Word(token, entries[host][: self.params.senses])
         stem = self._stem(token, lang)
         if stem is not None:
             return Word(token, entries[stem][: self.params.senses])
@@ -238,16 +263,24 @@ class Renderer:
             return Word(token, (" ".join(entries[part][0] for part in parts),))
         return Word(token, (token,), found=False)
 
+    def _without_proclitics(self, token: str, lang: str) -> str | None:
+        """The longest entry `token` ends with after one of its language's proclitic sequences
+        (`PROCLITICS`: "ואסתמה" is "ו", and, + "אסתמה", asthma), at least 2 characters long."""
+        entries = self._vocabulary(lang).entries
+        return next((token[len(prefix):] for prefix in PROCLITICS.get(lang, ())
+                     if token.startswith(prefix) and len(token) - len(prefix) >= 2 and token[len(prefix):] in entries),
+                    None)
+
     def _stem(self, token: str, lang: str) -> str | None:
         """The entry sharing the longest prefix (at least `min_stem`) with `token`, when each
         side's remaining ending is short (a third of the word, at least 3 characters) and the
         lexicon attests that pair of endings on other stems (`_Vocabulary.attested`)."""
-        if len(token) <= self.params.min_stem:
-            return None
         vocabulary = self._vocabulary(lang)
+        if len(token) <= vocabulary.min_stem:
+            return None
         keys = vocabulary.sorted_keys
         slack = min(MAX_ENDING, max(3, len(token) // 3))
-        for length in range(len(token), max(self.params.min_stem, len(token) - slack) - 1, -1):
+        for length in range(len(token), max(vocabulary.min_stem, len(token) - slack) - 1, -1):
             prefix = token[:length]
             index = bisect.bisect_left(keys, prefix)
             matches = []
@@ -280,6 +313,16 @@ class Renderer:
         if lang not in self._vocabularies:
             self._vocabularies[lang] = _Vocabulary.of(self.lexicon.entries(lang), self.params.min_stem)
         return self._vocabularies[lang]
+
+
+def _scaled_min_stem(entries: Iterable[str], min_stem: int) -> int:
+    """`min_stem` letters as characters: half as many in a lexicon written mostly in Hangul,
+    whose every character is a syllable of two or three letters ("천식이" is "천식", asthma, and a
+    particle)."""
+    words = [entry for entry in entries if " " not in entry]
+    hangul = sum(1 for word in words for char in word if _HANGUL_SYLLABLE.match(char))
+    characters = sum(map(len, words))
+    return -(-min_stem // 2) if characters and hangul > characters / 2 else min_stem
 
 
 def _merge_unknown(pieces: Iterable[tuple[str, bool]]) -> list[str]:

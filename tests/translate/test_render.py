@@ -27,6 +27,11 @@ SENSES = {
            "puhelin": ("phone",), "puhelimen": ("phone's",)},
     "fr": {"reflux": ("reflux",), "flux": ("flux",), "maladie": ("disease",), "maladies": ("diseases",),
            "patient": ("patient",), "patients": ("patients",)},
+    # Hangul: a character is a syllable; "-이" (a particle) follows two other stems here
+    "ko": {"천식": ("asthma",), "당뇨병": ("diabetes",), "병원": ("hospital",), "병원이": ("hospital",),
+           "학생": ("student",), "학생이": ("student",)},
+    "he": {"אסתמה": ("asthma",), "סוכרת": ("diabetes",), "לב": ("heart",), "מסוכר": ("candied",)},
+    "ar": {"سكري": ("diabetes",), "ربو": ("asthma",)},
 }
 
 
@@ -74,6 +79,24 @@ def test_inflection_compounds_and_english(renderer, text, lang, rendering):
     assert renderer.render(text, lang)[0] == rendering
 
 
+@pytest.mark.parametrize(("text", "lang", "rendering"), [
+    ("천식이", "ko", "asthma"),       # a particle after a two-syllable stem
+    ("ואסתמה", "he", "asthma"),       # "and" + asthma
+    ("והסוכרת", "he", "diabetes"),    # "and the" + diabetes
+    ("מסוכרת", "he", "diabetes"),     # "from" + diabetes, before any inflection of "מסוכר"
+    ("בלב", "he", "heart"),           # "in" + a two-letter word
+    ("السكري", "ar", "diabetes"),     # "the" + diabetes
+    ("والربو", "ar", "asthma"),       # "and the" + asthma
+])
+def test_particles_and_proclitics_are_looked_through(renderer, text, lang, rendering):
+    assert renderer.render(text, lang)[0] == rendering
+
+
+def test_proclitics_need_a_known_word_after_them(renderer):
+    assert renderer.render("ובית", "he") == []  # "ו" + "בית": not an entry
+    assert renderer.render("بالقلب", "ar") == []
+
+
 def test_a_backoff_needs_endings_the_lexicon_attests(renderer):
     assert renderer.render("maladie", "fr") == ["disease"] and renderer.render("fluxs", "fr") == ["flux"]
     assert renderer.render("refludan", "fr") == []  # a brand name is not "reflux": no stem takes "-dan" and "-x"
@@ -87,7 +110,7 @@ def test_short_words_do_not_back_off(renderer):
 def test_nothing_to_translate_gives_no_rendering(renderer):
     assert renderer.render("heart attack", None) == []          # English words: no language is guessed
     assert renderer.render("diabetes", "es") == []              # the rendering would be the mention itself
-    assert renderer.render("infarto", "ko") == []               # no lexicon for the given language
+    assert renderer.render("infarto", "ru") == []               # no lexicon for the given language
 
 
 def test_language_is_guessed_from_lexicon_coverage(renderer):
@@ -100,7 +123,7 @@ def test_language_is_guessed_from_lexicon_coverage(renderer):
 
 @settings(max_examples=150, deadline=None)
 @given(st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40),
-       st.sampled_from([None, "es", "de", "zh", "ja", "th", "fi", "ko"]))
+       st.sampled_from([None, "es", "de", "zh", "ja", "th", "fi", "ko", "he", "ar"]))
 def test_any_text_renders_without_error(renderer, text, lang):
     normalized = normalize_name(text)
     renderings = renderer.render(normalized, lang)
