@@ -37,7 +37,7 @@ _UNSPACED_RUN = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}\u30FC\u3005\p{T
 #: A run of katakana (group 1) or of the other unspaced scripts.
 _KATAKANA_SPLIT = regex.compile(r"([\p{Katakana}\u30FC]+)|[^\p{Katakana}\u30FC]+")
 _GRAPHEME = regex.compile(r"\X")
-_HANGUL_SYLLABLE = regex.compile(r"\p{Hangul}")
+_HANGUL = regex.compile(r"\p{Hangul}")
 #: Longest phrase entry matched as one word.
 MAX_PHRASE_WORDS = 6
 #: Longest ending an inflection backoff compares, and how many other stems must take both endings.
@@ -86,10 +86,11 @@ class _Vocabulary:
 
     @classmethod
     def of(cls, entries: dict[str, tuple[str, ...]], min_stem: int) -> _Vocabulary:
-        """`min_stem` counts letters (`_scaled_min_stem`)."""
+        """`min_stem` counts letters (`_in_characters`)."""
+        words = "".join(entry for entry in entries if " " not in entry)
         return cls(entries, sorted(entries), max(map(len, entries), default=1),
                    min(MAX_PHRASE_WORDS, max((key.count(" ") + 1 for key in entries), default=1)),
-                   _scaled_min_stem(entries, min_stem))
+                   _in_characters(min_stem, words))
 
     @functools.cached_property
     def reversed_words(self) -> list[str]:
@@ -276,11 +277,12 @@ class Renderer:
         side's remaining ending is short (a third of the word, at least 3 characters) and the
         lexicon attests that pair of endings on other stems (`_Vocabulary.attested`)."""
         vocabulary = self._vocabulary(lang)
-        if len(token) <= vocabulary.min_stem:
+        min_stem = self._min_stem(token)
+        if len(token) <= min_stem:
             return None
         keys = vocabulary.sorted_keys
         slack = min(MAX_ENDING, max(3, len(token) // 3))
-        for length in range(len(token), max(vocabulary.min_stem, len(token) - slack) - 1, -1):
+        for length in range(len(token), max(min_stem, len(token) - slack) - 1, -1):
             prefix = token[:length]
             index = bisect.bisect_left(keys, prefix)
             matches = []
@@ -291,6 +293,9 @@ class Renderer:
             if matches:
                 return min(matches, key=lambda key: (len(key), key))  # the bare stem before its inflections
         return None
+
+    def _min_stem(self, token: str) -> int:
+        return _in_characters(self.params.min_stem, token)
 
     def _compound(self, token: str, lang: str) -> tuple[str, str] | None:
         """`token` as two lexicon entries, the second as long as possible (compound heads
@@ -315,14 +320,11 @@ class Renderer:
         return self._vocabularies[lang]
 
 
-def _scaled_min_stem(entries: Iterable[str], min_stem: int) -> int:
-    """`min_stem` letters as characters: half as many in a lexicon written mostly in Hangul,
-    whose every character is a syllable of two or three letters ("천식이" is "천식", asthma, and a
-    particle)."""
-    words = [entry for entry in entries if " " not in entry]
-    hangul = sum(1 for word in words for char in word if _HANGUL_SYLLABLE.match(char))
-    characters = sum(map(len, words))
-    return -(-min_stem // 2) if characters and hangul > characters / 2 else min_stem
+def _in_characters(letters: int, text: str) -> int:
+    """A length of `letters` letters as characters of `text`: half as many when most of it is
+    Hangul, whose every character is a syllable of two or three letters ("천식이" is "천식",
+    asthma, and a particle)."""
+    return -(-letters // 2) if text and len(_HANGUL.findall(text)) > len(text) / 2 else letters
 
 
 def _merge_unknown(pieces: Iterable[tuple[str, bool]]) -> list[str]:
