@@ -82,6 +82,8 @@ HEADLINES = (
              "normalization.py", "Acc@1", having=("--kb open-umls",), without=("--encoder",),
              summary=Summary("system", "Acc@1", ("hybrid + translations", "hybrid + KB-mined translations"),
                              "hybrid", key="set")),
+    Headline("Translation lexicons in languages without annotated data", "normalization", "lexicon_lookups.py",
+             "language"),
     Headline("Calibrated link decisions and translation, leave-one-language-out", "calibration", "calibrate.py",
              "decision", summary=Summary("decision", "strict F1", ("cosine ≥ 0.98 with translation, modifiers left",),
                                          "today", key="corpus")),
