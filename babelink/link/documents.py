@@ -32,6 +32,7 @@ from babelink.link.modifiers import MODIFIER_TYPES, is_modifier
 from babelink.link.ngram_search import ngram_search
 from babelink.retrieve.calibration import Calibration, check_probability
 from babelink.retrieve.candidate import Candidate, CandidateGenerator, check_top_k
+from babelink.retrieve.translation import TranslatingGenerator
 from babelink.text import normalize_name, written_in_capitals
 
 #: Longest document `link` accepts; a larger one is rejected with a clear error, not paged in.
@@ -122,6 +123,10 @@ class DocumentLinker:
     calibration: Calibration | None = None
     concept_types: Mapping[str, frozenset[str]] = field(default_factory=dict)
     languages: frozenset[str] = frozenset()
+
+    def __post_init__(self):
+        if isinstance(self.ranker, TranslatingGenerator):  # no rendering skipped that could clear the link threshold
+            object.__setattr__(self, "ranker", self.ranker.deciding_at(self.params.link_threshold))
 
     def link(self, documents: Sequence[Document]) -> list[LinkedDocument]:
         """Link a batch of documents; a document's `lang` None is guessed per segment."""

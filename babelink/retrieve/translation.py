@@ -22,9 +22,10 @@ from babelink.translate.render import Renderer
 #: A mention whose best concept scores this much as written is not rendered. The fusion keeps the
 #: best score of any query, so a rendering could only overturn such an answer by scoring higher
 #: still. It is the default link threshold, so that `link` never skips a rendering that would
-#: lift a span over it (0.975, the lowest score that cost no `normalize` Acc@1 leave-one-language-
-#: out on XL-BEL, Mantra and QUAERO dev, cost Mantra fr `link` 4 mentions); 0.98 also cost no
-#: held-out language Acc@1, with 5-33% of renderings left unencoded (`benchmarks/log/notes.md`).
+#: lift a span over it (a higher link threshold raises it: `deciding_at`). 0.975, the lowest score
+#: that cost no `normalize` Acc@1 leave-one-language-out on XL-BEL, Mantra and QUAERO dev, cost
+#: Mantra fr `link` 4 mentions; 0.98 also cost no held-out language Acc@1, with 5-33% of
+#: renderings left unencoded (`benchmarks/log/notes.md`).
 CONFIDENT_SCORE = 0.98
 
 
@@ -37,6 +38,14 @@ class TranslatingGenerator:
         self.renderer = renderer
         self.names = names
         self.confident = confident
+
+    def deciding_at(self, threshold: float) -> TranslatingGenerator:
+        """This generator for a caller that keeps an answer scoring `threshold` or more (`link`):
+        a rendering may lift a mention over that threshold, so none below it is skipped."""
+        confident = max(CONFIDENT_SCORE, threshold)
+        if confident == self.confident:
+            return self
+        return TranslatingGenerator(self.base, self.renderer, self.names, confident)
 
     def renderings(self, normalized: Sequence[str], langs: Sequence[str | None] | None = None) -> list[list[str]]:
         """Each mention's English renderings; none for a mention that is a KB name as written."""

@@ -9,9 +9,10 @@ from support import babelink
 
 from babelink.bundle.store import build_bundle, load_bundle
 from babelink.kb.base import KnowledgeBaseBuilder
+from babelink.link.documents import LinkParams
 from babelink.link.linker import Linker
 from babelink.retrieve.candidate import Candidate
-from babelink.retrieve.translation import TranslatingGenerator, fuse
+from babelink.retrieve.translation import CONFIDENT_SCORE, TranslatingGenerator, fuse
 from babelink.translate import read_lexicons
 
 
@@ -66,6 +67,16 @@ def test_only_mentions_not_answered_confidently_are_rendered():
         ["sure", "unsure", "unknown"], top_k=2)
     assert base.asked == [["sure", "unsure", "unknown"], ["unsure in english", "unknown in english"]]
     assert [[c.concept_id for c in found] for found in fused] == [["A"], ["C", "B"], []]
+
+
+def test_link_renders_every_span_below_its_own_threshold(bundle):
+    linker = Linker.open(bundle)
+    assert linker.documents.ranker.confident == CONFIDENT_SCORE == linker.link_params.link_threshold
+    stricter = linker.with_options(link_params=LinkParams(link_threshold=0.995))
+    assert stricter.documents.ranker.confident == 0.995  # a span at 0.99 may still be lifted over it
+    assert stricter.generator.confident == CONFIDENT_SCORE  # `normalize` is not slowed down
+    looser = Linker.open(bundle, link_threshold=0.9)
+    assert looser.documents.ranker.confident == CONFIDENT_SCORE
 
 
 KB = {"C1": ["Heart disease", "Cardiopathy"], "C2": ["Lung disease"], "C3": ["Diabetes mellitus"],
