@@ -36,6 +36,33 @@ _LINK_PARAMS = frozenset(field.name for field in fields(LinkParams))
 MAX_FILTERED = 16
 
 
+class _BundleLinking:
+    """What document linking derives from a whole bundle, whatever the name filter: built on
+    first use and shared by a linker and its filtered variants (a service with several filters
+    counts the protected stop words once)."""
+
+    def __init__(self, bundle: Bundle):
+        self.bundle = bundle
+
+    @cached_property
+    def stopwords(self) -> BoundaryStopwords:
+        """Stop words that protect the words opening or closing the bundle's names in the text's language."""
+        parts = [self.bundle] + ([self.bundle.spans] if self.bundle.spans is not None else [])
+        return BoundaryStopwords(ProtectedByLanguage(
+            pair for part in parts
+            for pair in zip(part.kb.names.column("name").to_pylist(), part.kb.names.column("lang").to_pylist())))
+
+    @cached_property
+    def concept_types(self) -> dict[str, frozenset[str]]:
+        return concept_types(self.bundle.kb)
+
+    @cached_property
+    def languages(self) -> frozenset[str]:
+        """The languages the bundle reads: its names' and its translation lexicons'."""
+        lexicon = self.bundle.lexicon.languages if self.bundle.lexicon is not None else ()
+        return frozenset(self.stopwords.protected) | frozenset(lexicon)
+
+
 class Linker:
     """A loaded bundle answering `normalize` (mention → concepts) and `link` (text → mentions).
 
@@ -54,12 +81,13 @@ class Linker:
                  link_params: LinkParams | None = None, context_filter: ContextFilter | None = None,
                  detector: MentionDetector | None = None, *, calibrated: bool = True,
                  name_filter: NameFilter | None = None, encoder: Encoder | None = None,
-                 model: DualModel | None = None, _documents: DocumentLinker | None = None):
+                 model: DualModel | None = None, _linking: _BundleLinking | None = None):
         if model is not None:
             if detector is not None or context_filter is not None:
                 raise InvalidInputError("a dual encoder detects and links by itself: no NER detector or filter with it")
             model.check_bundle(bundle)
         self.bundle = bundle
+        self._linking = _linking or _BundleLinking(bundle)
         self.model = model
         self.calibrated = calibrated
         self.name_filter = name_filter or None
@@ -71,9 +99,6 @@ class Linker:
         self.link_params = link_params or LinkParams()
         self.context_filter = context_filter
         self.detector = detector
-        if _documents is not None and model is None:
-            self.documents = replace(_documents, params=self.link_params, context_filter=context_filter,
-                                     detector=detector)
 
     @classmethod
     def open(cls, bundle: str | Path | None = None, *, filter: str | Path | ContextFilter | None = None,
@@ -113,8 +138,7 @@ class Linker:
         if unknown:
             raise TypeError(f"with_options takes {', '.join(current)}, not {', '.join(sorted(unknown))}")
         return Linker(self.bundle, self.generator, **{**current, **changes}, calibrated=self.calibrated,
-                      name_filter=self.name_filter, encoder=self.encoder, model=self.model,
-                      _documents=None if self.model else self.documents)
+                      name_filter=self.name_filter, encoder=self.encoder, model=self.model, _linking=self._linking)
 
     def filtered(self, name_filter: NameFilter | None) -> Linker:
         """This linker searching only the names `name_filter` allows (types, sources, languages;
@@ -127,7 +151,7 @@ class Linker:
             self._filtered[name_filter] = Linker(
                 self.bundle, link_params=self.link_params, context_filter=self.context_filter,
                 detector=self.detector, calibrated=self.calibrated, name_filter=name_filter, encoder=self.encoder,
-                model=self.model)
+                model=self.model, _linking=self._linking)
         return self._filtered[name_filter]
 
     @cached_property
@@ -139,17 +163,12 @@ class Linker:
             from babelink.dual.linker import DualLinker
 
             return DualLinker(self.model, self.bundle, self.link_params, self.name_filter)
-        bundles = [self.bundle] + ([self.bundle.spans] if self.bundle.spans is not None else [])
-        protected = ProtectedByLanguage(
-            pair for part in bundles
-            for pair in zip(part.kb.names.column("name").to_pylist(), part.kb.names.column("lang").to_pylist()))
         sparse = self.bundle.retriever == "sparse"
         recall = self.generator if sparse else generator_for(self.bundle, retriever="sparse",
                                                              name_filter=self.name_filter)
-        lexicon = self.bundle.lexicon.languages if self.bundle.lexicon is not None else ()
-        return DocumentLinker(recall, self.generator, BoundaryStopwords(protected), self.link_params,
-                              self.context_filter, self.detector, self.calibration, concept_types(self.bundle.kb),
-                              frozenset(protected) | frozenset(lexicon))
+        linking = self._linking
+        return DocumentLinker(recall, self.generator, linking.stopwords, self.link_params, self.context_filter,
+                              self.detector, self.calibration, linking.concept_types, linking.languages)
 
     @cached_property
     def calibration(self) -> Calibration | None:

@@ -10,6 +10,7 @@ from support import babelink
 from babelink.bundle.store import build_bundle
 from babelink.errors import InvalidInputError
 from babelink.kb.base import KnowledgeBaseBuilder
+from babelink.link.documents import LinkParams
 from babelink.link.linker import Linker
 from babelink.retrieve.filters import NameFilter
 
@@ -69,6 +70,15 @@ def test_filtered_linking(linker):
     linked = linker.filtered(NameFilter.of(types=["T047"])).link("Cold feet and cold urticaria.", lang="en")
     assert {mention.concept.concept_id for mention in linked.mentions} <= {"D1", "D2"}
     assert linker.filtered(NameFilter.of(types=["T047"])) is linker.filtered(NameFilter.of(types=["T047"]))
+
+
+def test_filtered_and_reoptioned_linkers_share_what_the_whole_kb_gives_linking(linker):
+    phenotypes = linker.filtered(NameFilter.of(types=["T033"]))
+    stricter = phenotypes.with_options(link_params=LinkParams(link_threshold=0.99))
+    for other in (phenotypes, stricter):  # protected stop words are counted over every name, once
+        assert other.documents.stopwords is linker.documents.stopwords
+        assert other.documents.concept_types is linker.documents.concept_types
+    assert stricter.documents.params.link_threshold == 0.99 and phenotypes.documents.params == linker.link_params
 
 
 def test_cli_and_rest(linker):
