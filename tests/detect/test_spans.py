@@ -5,12 +5,18 @@ import random
 from dataclasses import dataclass
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from babelink.detect.overlaps import resolve_overlaps
 from babelink.detect.spans import SpanParams, enumerate_spans
-from babelink.detect.stopwords import BoundaryStopwords, ProtectedByLanguage, guess_language, protected_words
+from babelink.detect.stopwords import (
+    BoundaryStopwords,
+    ProtectedByLanguage,
+    _stopwords,
+    guess_language,
+    protected_words,
+)
 from babelink.detect.tokenize import joinable, token_texts, tokenize
 
 
@@ -146,6 +152,18 @@ def test_language_guess_breaks_a_tie_between_related_languages_toward_a_preferre
     assert guess_language(tokenize(text), prefer={"ru"}) == "ru"
     assert guess_language(tokenize(text), prefer={"bg"}) == "bg"
     assert guess_language(tokenize("El paciente tiene diabetes."), prefer={"ru"}) == "es"  # no tie: evidence wins
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(["и", "у", "на", "el", "la", "de", "the", "and", "der", "xyz", "диабет"]), max_size=12),
+       st.sets(st.sampled_from(["ru", "bg", "uk", "es", "pt", "en", "de"])))
+def test_a_preference_only_ever_breaks_ties(words, prefer):
+    tokens = tokenize(" ".join(words))
+    unbiased, preferred = guess_language(tokens), guess_language(tokens, prefer=prefer)
+    assert (unbiased is None) == (preferred is None)
+    if preferred is not None and preferred != unbiased:  # both cover the same number of words
+        assert preferred in prefer
+        assert sum(w in _stopwords(preferred) for w in words) == sum(w in _stopwords(unbiased) for w in words)
 
 
 def test_language_guess_abstains_without_evidence():
