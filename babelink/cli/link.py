@@ -10,6 +10,7 @@ import typer
 
 from babelink.cli.options import (
     BundleOption,
+    CodesOption,
     FilterOption,
     KeepModifiersOption,
     LangsOption,
@@ -65,6 +66,7 @@ def link(
     types: TypesOption = None,
     sources: SourcesOption = None,
     langs: LangsOption = None,
+    codes: CodesOption = None,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Documents linked together.")] = 16,
     overwrite: Annotated[
         bool,
@@ -121,8 +123,8 @@ def link(
 
     params = link_params(min_probability, keep_modifiers)
     name_filter = NameFilter.of(types, sources, langs)
-    if name_filter and engine is Engine.ray:
-        raise InvalidInputError("--types, --sources and --langs run with --engine local only")
+    if (name_filter or codes) and engine is Engine.ray:
+        raise InvalidInputError("--types, --sources, --langs and --codes run with --engine local only")
     if engine is Engine.ray:
         from babelink.corpus.ray_engine import link_with_ray
 
@@ -134,7 +136,10 @@ def link(
         # loaded now; documents link lazily. Texts on the command line: start fast (no torch); a file: encode fast
         linker = Linker.open(bundle, filter=context_filter, ner=ner, name_filter=name_filter, model=model,
                              runtime="onnx" if texts else "torch", **params)
+        vocabularies = linker.code_vocabularies(codes) if codes else None
         results = linker.link_stream((d for d in documents if d.id not in done), batch_size)
+        if vocabularies is not None:
+            results = (linked.in_vocabularies(vocabularies) for linked in results)
     with counted("linking", skipped=len(done)) as advance:
         write_linked((advance(result) for result in results), output, output_format.value, candidates=candidates,
                      overwrite=overwrite)

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from enum import Enum
 from typing import Annotated
 
 import typer
 
-from babelink.cli.options import BundleOption, LangsOption, MinProbabilityOption, SourcesOption, TypesOption
+from babelink.cli.options import (
+    BundleOption,
+    CodesOption,
+    LangsOption,
+    MinProbabilityOption,
+    SourcesOption,
+    TypesOption,
+)
 from babelink.errors import InvalidInputError
 from babelink.fsutil import refuse_same_file
 from babelink.retrieve.candidate import MAX_TOP_K
@@ -38,6 +46,7 @@ def normalize(
     types: TypesOption = None,
     sources: SourcesOption = None,
     langs: LangsOption = None,
+    codes: CodesOption = None,
     skip_invalid: Annotated[bool, typer.Option(
         "--skip-invalid", help="Write an error record for an unusable mention and go on, instead of stopping "
                                "at its line.")] = False,
@@ -46,7 +55,7 @@ def normalize(
     from babelink.formats.inputs import read_mentions
     from babelink.fsutil import atomic_output
     from babelink.link.linker import Linker
-    from babelink.link.records import TSV_HEADER, normalize_lines, tsv_rows
+    from babelink.link.records import normalize_lines, tsv_header, tsv_rows
 
     if bool(mentions) == bool(input_path):
         raise InvalidInputError("give mentions as arguments or --input FILE, not both or neither")
@@ -59,18 +68,21 @@ def normalize(
     # a few mentions on the command line: start fast (no torch); a file: encode fast
     linker = Linker.open(bundle, name_filter=NameFilter.of(types, sources, langs),
                          runtime="onnx" if mentions else "torch")
+    vocabularies = linker.code_vocabularies(codes) if codes else None
     if mentions:
         lines, source = ((number, mention, mention) for number, mention in enumerate(mentions, 1)), "<arguments>"
     else:
         lines, source = read_mentions(input_path), "<stdin>" if input_path == "-" else input_path
     with atomic_output(output) as out:
         if output_format is OutputFormat.tsv:
-            out.write(TSV_HEADER)
+            out.write(tsv_header(vocabularies or ()))
         for item in normalize_lines(linker, lines, top_k, source, skip_invalid, lang, min_probability or 0.0):
+            if vocabularies is not None:
+                item = replace(item, candidates=[c.in_vocabularies(vocabularies) for c in item.candidates])
             if item.error is not None:
                 typer.echo(f"{source}:{item.line}: skipped: {item.error}", err=True)
             if output_format is OutputFormat.tsv:
-                out.write(tsv_rows(item.mention, item.candidates))  # no rows for a skipped mention
+                out.write(tsv_rows(item.mention, item.candidates, vocabularies or ()))  # no rows for a skipped mention
                 continue
             parts = None
             best = item.candidates[0].score if item.candidates else None

@@ -25,8 +25,9 @@ InitOption = Annotated[
 MinProbabilityOption = Annotated[
     float | None, typer.Option(
         "--min-probability", min=0.0, max=1.0,
-        help="Keep only concepts whose calibrated probability of being right reaches this (link: the default "
-             "chosen on dev data; normalize: 0, and a mention with none left is NIL).")
+        help="Keep only concepts whose calibrated probability of being right reaches this (default 0: link "
+             "decides by its cosine threshold, measured the better rule on dev; normalize: a mention with none "
+             "left is NIL).")
 ]
 KeepModifiersOption = Annotated[bool, typer.Option(
     "--keep-modifiers", help="Also link words that only qualify a mention (severe, chronic, bilateral: HPO Clinical "
@@ -37,6 +38,9 @@ SourcesOption = Annotated[list[str] | None, typer.Option(
     "--sources", help="Search only names from these source vocabularies (SAB; repeat or comma-separate).")]
 LangsOption = Annotated[list[str] | None, typer.Option(
     "--langs", help="Search only names in these languages (ISO 639-1 or LAT; repeat or comma-separate).")]
+CodesOption = Annotated[list[str] | None, typer.Option(
+    "--codes", help="Give each concept's codes in these vocabularies only (HP, ICD10, MESH, UMLS, …; repeat or "
+                    "comma-separate); `normalize --format tsv` adds a column for each.")]
 EpochsOption = Annotated[int, typer.Option("--epochs", min=1)]
 EncoderRateOption = Annotated[float, typer.Option("--lr", help="Encoder learning rate.")]
 LearnTypesOption = Annotated[list[str] | None, typer.Option(

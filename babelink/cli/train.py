@@ -293,6 +293,7 @@ def train_dual(
     with progress_bar("training") as progress:
         report = _progress(progress)
         trainer.train(dev_documents, lambda state, _: report(state.step, trainer.total_steps, state.loss_history[-1]))
-    for step, f1, threshold in trainer.state.evaluations:
-        typer.echo(f"dev strict F1 {f1:.4f} at step {step:,} (mention threshold {threshold})", err=True)
+    for step, f1, threshold, *weight in trainer.state.evaluations:  # runs resumed from before w record none
+        chosen = f"mention threshold {threshold}" + (f", TF-IDF weight {weight[0]}" if weight else "")
+        typer.echo(f"dev strict F1 {f1:.4f} at step {step:,} ({chosen})", err=True)
     typer.echo(f"wrote {out} in {time.monotonic() - started:,.0f} s", err=True)

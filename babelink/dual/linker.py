@@ -3,21 +3,25 @@
 
 Spans whose mention probability p(m) (Eq. 4) exceeds the model's γ are mentions; each is linked
 to the concept of its nearest KB name by inner product (Eq. 3), searched in the bundle's FAISS
-index with any name filter applied inside the search. Overlapping mentions keep the likelier
-one (`detect.overlaps`, "best"). A mention's `probability` is the model's own estimate that it
-is a mention of that concept: p(m) times the softmax, at the training scale, of the cosines of
-the ranked concepts.
+index with any name filter applied inside the search. With the model's `sparse_weight` above 0
+(chosen on dev with γ), a name's score is instead `(1 − w) · cosine + w · TF-IDF cosine of the
+span text` over the union of both searches (`HybridGenerator.rank`), the text's defined
+abbreviations expanded: the exact-string evidence a contextual vector blurs, at no encoder cost.
+Overlapping mentions keep the likelier one (`detect.overlaps`, "best"). A mention's
+`probability` is the model's own estimate that it is a mention of that concept: p(m) times the
+softmax, at the training scale, of the scores of the ranked concepts.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import torch
 
+from babelink.abbreviations import abbreviation_map
 from babelink.bundle.store import Bundle
 from babelink.detect.overlaps import resolve_overlaps
 from babelink.detect.tokenize import Token, tokenize
@@ -28,8 +32,8 @@ from babelink.link.mentions import LinkedDocument, LinkedMention
 from babelink.link.modifiers import concept_types, is_modifier
 from babelink.retrieve.candidate import Candidate
 from babelink.retrieve.filters import NameFilter, allowed_names
-from babelink.retrieve.generators import DenseGenerator
-from babelink.text import written_in_capitals
+from babelink.retrieve.generators import HybridGenerator, HybridParams
+from babelink.text import normalize_name, written_in_capitals
 
 DETECTOR = "dual"
 
@@ -53,6 +57,19 @@ class Proposal:
     text: str
     candidates: list[Candidate]
     score: float  # p(m): what overlap resolution compares
+
+
+@dataclass(frozen=True)
+class SpanHit:
+    """A span above the mention threshold before ranking: where it is, p(m), its mention vector
+    and the text its TF-IDF search reads (a defined abbreviation expanded)."""
+
+    document: int
+    start: int
+    text: str
+    searched: str
+    p_mention: float
+    vector: np.ndarray = field(repr=False)
 
 
 def document_segments(model: DualModel, documents: Sequence[Document]) -> list[Segment]:
@@ -80,23 +97,24 @@ class DualLinker:
     def __init__(self, model: DualModel, bundle: Bundle, params: LinkParams | None = None,
                  name_filter: NameFilter | None = None, threshold: float | None = None):
         model.check_bundle(bundle)
-        self.model, self.kb = model, bundle.kb
+        self.model, self.bundle, self.kb = model, bundle, bundle.kb
         self.params = params or LinkParams()
         self.threshold = model.settings.threshold if threshold is None else threshold
-        allowed = allowed_names(bundle.kb, bundle.names, name_filter) if name_filter else None
-        self.generator = DenseGenerator(bundle.kb, bundle.names, bundle.dense, None, allowed=allowed)
+        self._allowed = allowed_names(bundle.kb, bundle.names, name_filter) if name_filter else None
+        self._rankers: dict[float, HybridGenerator] = {}
         self.concept_types = concept_types(bundle.kb)
 
     def link(self, documents: Sequence[Document]) -> list[LinkedDocument]:
         return [LinkedDocument(document.id, document.text, tuple(
             LinkedMention(p.start, p.end, p.text, tuple(p.candidates), detector=DETECTOR)
             for p in resolve_overlaps(found, "best")))
-            for document, found in zip(documents, self.proposals(documents, self.threshold))]
+            for document, found in zip(documents, self.ranked(self.span_hits(documents, self.threshold),
+                                                              len(documents)))]
 
-    def proposals(self, documents: Sequence[Document], threshold: float) -> list[list[Proposal]]:
-        """Per document, every span with p(m) above `threshold` and its ranked concepts, before
-        overlap resolution (dev tuning reads them once for several thresholds)."""
-        found: list[list[Proposal]] = [[] for _ in documents]
+    def span_hits(self, documents: Sequence[Document], threshold: float) -> list[SpanHit]:
+        """Every span with p(m) above `threshold`, one encoder pass per segment (dev tuning reads
+        them once and ranks them for several fusion weights)."""
+        hits: list[SpanHit] = []
         for batch in self._batches(document_segments(self.model, documents)):
             with torch.inference_mode():
                 encoded = self.model.encode([[token.text for token in segment.tokens] for segment in batch])
@@ -104,22 +122,45 @@ class DualLinker:
                 probabilities = torch.sigmoid(spans.logits).masked_fill(~spans.valid, 0.0)
                 rows, positions = (probabilities > threshold).nonzero(as_tuple=True)
                 first, last = spans.starts[positions], spans.ends[positions]
-                vectors = self.model.mention_vectors(encoded, rows, first, last)
-            self._collect(batch, rows.tolist(), first.tolist(), last.tolist(),
-                          probabilities[rows, positions].tolist(), vectors.cpu().numpy(), found)
-        return found
+                vectors = self.model.mention_vectors(encoded, rows, first, last).cpu().numpy()
+            for row, a, b, p_mention, vector in zip(rows.tolist(), first.tolist(), last.tolist(),
+                                                    probabilities[rows, positions].tolist(), vectors):
+                segment = batch[row]
+                start, end = segment.tokens[a].start, segment.tokens[b].end
+                text = segment.text[start:end]
+                hits.append(SpanHit(segment.document, segment.offset + start, text,
+                                    self._searched(text, segment), p_mention, vector))
+        return hits
 
-    def _collect(self, batch: list[Segment], rows: list[int], first: list[int], last: list[int],
-                 probabilities: list[float], vectors: np.ndarray, found: list[list[Proposal]]) -> None:
-        texts = [batch[row].text[batch[row].tokens[a].start: batch[row].tokens[b].end]
-                 for row, a, b in zip(rows, first, last)]
-        ranked = self.generator.search(vectors, self.params.top_k, [written_in_capitals(t) for t in texts])
-        for row, a, text, p_mention, candidates in zip(rows, first, texts, probabilities, ranked):
-            candidates = self._with_probabilities(candidates, p_mention)
+    def ranked(self, hits: Sequence[SpanHit], documents: int,
+               sparse_weight: float | None = None) -> list[list[Proposal]]:
+        """Per document, the hits whose best concept is linked (probability and concept type
+        allowing), ranked with `sparse_weight` (None: the model's)."""
+        found: list[list[Proposal]] = [[] for _ in range(documents)]
+        if not hits:
+            return found
+        weight = self.model.settings.sparse_weight if sparse_weight is None else sparse_weight
+        ranked = self._ranker(weight).rank([normalize_name(hit.searched) for hit in hits],
+                                           np.stack([hit.vector for hit in hits]), self.params.top_k,
+                                           [written_in_capitals(hit.text) for hit in hits])
+        for hit, candidates in zip(hits, ranked):
+            candidates = self._with_probabilities(candidates, hit.p_mention)
             if (candidates and (candidates[0].probability or 0.0) >= self.params.min_probability
                     and not is_modifier(candidates[0].concept_id, self.concept_types, self.params.modifier_types)):
-                start = batch[row].offset + batch[row].tokens[a].start
-                found[batch[row].document].append(Proposal(start, start + len(text), text, candidates, p_mention))
+                found[hit.document].append(
+                    Proposal(hit.start, hit.start + len(hit.text), hit.text, candidates, hit.p_mention))
+        return found
+
+    def _searched(self, text: str, segment: Segment) -> str:
+        """The text a span's TF-IDF search reads: the long form when the segment defines it as an abbreviation."""
+        return abbreviation_map(segment.text).get(text, text) if self.params.resolve_abbreviations else text
+
+    def _ranker(self, sparse_weight: float) -> HybridGenerator:
+        if sparse_weight not in self._rankers:
+            self._rankers[sparse_weight] = HybridGenerator(
+                self.kb, self.bundle.names, self.bundle.sparse, self.bundle.dense, None,
+                HybridParams(dense_weight=1.0 - sparse_weight), allowed=self._allowed)
+        return self._rankers[sparse_weight]
 
     def disambiguate(self, documents: Sequence[Document]) -> list[list[list[Candidate]]]:
         """Ranked concepts for each annotation of each document (its span given, 004 §4), all the
@@ -141,9 +182,11 @@ class DualLinker:
                 encoded = self.model.encode([[token.text for token in segment.tokens] for segment in batch])
                 vectors = self.model.mention_vectors(
                     encoded, *(torch.tensor(column, device=self.model.device) for column in (rows, first, last)))
-            capitals = [written_in_capitals(documents[batch[row].document].annotations[number].text)
-                        for row, number in zip(rows, numbers)]
-            ranked = self.generator.search(vectors.cpu().numpy(), self.params.top_k, capitals)
+            texts = [documents[batch[row].document].annotations[number].text for row, number in zip(rows, numbers)]
+            ranked = self._ranker(self.model.settings.sparse_weight).rank(
+                [normalize_name(self._searched(text, batch[row])) for text, row in zip(texts, rows)],
+                vectors.cpu().numpy(), self.params.top_k,
+                [written_in_capitals(text) for text in texts])
             for row, number, candidates in zip(rows, numbers, ranked):
                 answers[batch[row].document][number] = self._with_probabilities(candidates, 1.0)
         return answers

@@ -39,12 +39,14 @@ POOLINGS = ("mean", "boundary")
 
 @dataclass(frozen=True)
 class DualSettings:
-    """Defaults: 004 §4.3 (L = 10, 512-token segments); the threshold γ is chosen on dev by the trainer."""
+    """Defaults: 004 §4.3 (L = 10, 512-token segments); the threshold γ and the TF-IDF weight are
+    chosen on dev by the trainer."""
 
     max_span_words: int = 10  # L: longest span scored, in words
     max_length: int = 512  # sub-tokens per segment, special tokens included
     pooling: str = "mean"  # mention vector: "mean" over the span (§3.4) or "boundary", W[h_i; h_j] + b (Eq. 1)
     threshold: float = 0.5  # γ: spans with p(m) above it are mentions
+    sparse_weight: float = 0.0  # w: a name scores (1 − w) · cosine + w · TF-IDF cosine of the span text
     scale: float = 20.0  # logits of the disambiguation loss: scale × cosine
     batch_size: int = 8  # segments per forward pass
     entity_encoder: dict = field(default_factory=dict)  # name, fingerprint and dimension of the KB vectors' encoder
@@ -52,8 +54,9 @@ class DualSettings:
     def __post_init__(self):
         if self.pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {POOLINGS}, got {self.pooling!r}")
-        if self.max_span_words < 1 or self.max_length < 8 or not 0.0 <= self.threshold <= 1.0:
-            raise ValueError("max_span_words ≥ 1, max_length ≥ 8 and 0 ≤ threshold ≤ 1")
+        if (self.max_span_words < 1 or self.max_length < 8 or not 0.0 <= self.threshold <= 1.0
+                or not 0.0 <= self.sparse_weight <= 1.0):
+            raise ValueError("max_span_words ≥ 1, max_length ≥ 8, 0 ≤ threshold ≤ 1 and 0 ≤ sparse_weight ≤ 1")
 
 
 class DualEncoder(torch.nn.Module):

@@ -22,7 +22,7 @@ from babelink.link.mentions import LinkedDocument
 from babelink.link.modifiers import concept_types
 from babelink.link.ngram_search import LinkedPart, ngram_search
 from babelink.retrieve.calibration import CALIBRATION_FILE, Calibration, Calibrator, check_probability
-from babelink.retrieve.candidate import Candidate, CandidateGenerator, check_top_k
+from babelink.retrieve.candidate import Candidate, CandidateGenerator, check_top_k, code_vocabularies
 from babelink.retrieve.factory import generator_for
 from babelink.retrieve.filters import NameFilter
 
@@ -55,6 +55,11 @@ class _BundleLinking:
     @cached_property
     def concept_types(self) -> dict[str, frozenset[str]]:
         return concept_types(self.bundle.kb)
+
+    @cached_property
+    def code_vocabularies(self) -> frozenset[str]:
+        concepts = self.bundle.kb.concepts
+        return code_vocabularies(concepts.column("concept_id").to_pylist(), concepts.column("xrefs").to_pylist())
 
     @cached_property
     def languages(self) -> frozenset[str]:
@@ -180,6 +185,17 @@ class Linker:
         own = self.bundle.path / CALIBRATION_FILE
         calibrator = Calibrator.load(own if CALIBRATION_FILE in self.bundle.manifest["files"] else None)
         return Calibration(calibrator, self.bundle.scripts)
+
+    def code_vocabularies(self, wanted: Iterable[str]) -> tuple[str, ...]:
+        """`wanted` vocabularies (each a name or comma-separated names), in order, checked against
+        those the bundle's concepts have codes in: one it has none in is an `InvalidInputError`
+        listing them."""
+        wanted = tuple(dict.fromkeys(part.strip() for value in wanted for part in value.split(",") if part.strip()))
+        unknown = set(wanted) - self._linking.code_vocabularies
+        if unknown:
+            raise InvalidInputError(f"no concept of the bundle has a code in {', '.join(sorted(unknown))}; "
+                                    f"its vocabularies: {', '.join(sorted(self._linking.code_vocabularies))}")
+        return wanted
 
     def normalize(self, mentions: str | Sequence[str], top_k: int = 5, lang: str | None = None,
                   min_probability: float = 0.0) -> list[Candidate] | list[list[Candidate]]:

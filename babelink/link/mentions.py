@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Collection
+from dataclasses import dataclass, field, replace
 
 from babelink.formats.document import Annotation, Document
 from babelink.retrieve.candidate import Candidate
@@ -73,6 +74,11 @@ class LinkedDocument:
     text: str
     mentions: tuple[LinkedMention, ...] = field(default=())
     provenance: dict | None = None  # `Bundle.provenance` of the bundle that linked it
+
+    def in_vocabularies(self, vocabularies: Collection[str]) -> LinkedDocument:
+        """This document with its mentions' codes in `vocabularies` only (`--codes`)."""
+        return replace(self, mentions=tuple(
+            replace(m, candidates=tuple(c.in_vocabularies(vocabularies) for c in m.candidates)) for m in self.mentions))
 
     def to_dict(self, with_candidates: bool = False) -> dict:
         record = {"id": self.id, "mentions": [mention.to_dict(with_candidates) for mention in self.mentions]}

@@ -11,8 +11,12 @@ from babelink.link.ngram_search import LinkedPart
 from babelink.retrieve.candidate import Candidate
 from babelink.text import normalized_mention
 
-#: Header of `normalize --format tsv`: one row per candidate.
-TSV_HEADER = "mention\trank\tid\tname\tmatched_name\tscore\n"
+#: Columns of `normalize --format tsv`, one row per candidate; a column per `--codes` vocabulary follows.
+TSV_COLUMNS = ("mention", "rank", "id", "name", "matched_name", "score")
+
+
+def tsv_header(vocabularies: Sequence[str] = ()) -> str:
+    return "\t".join([*TSV_COLUMNS, *vocabularies]) + "\n"
 
 
 def normalize_record(mention: str, candidates: Sequence[Candidate], provenance: dict, *,
@@ -30,10 +34,15 @@ def normalize_record(mention: str, candidates: Sequence[Candidate], provenance: 
     return record
 
 
-def tsv_rows(mention: str, candidates: Sequence[Candidate]) -> str:
-    """`normalize --format tsv` lines of one mention (see `TSV_HEADER`)."""
-    return "".join(f"{mention}\t{rank}\t{c.concept_id}\t{c.name}\t{c.matched_name}\t{c.score:.6f}\n"
-                   for rank, c in enumerate(candidates, start=1))
+def tsv_rows(mention: str, candidates: Sequence[Candidate], vocabularies: Sequence[str] = ()) -> str:
+    """`normalize --format tsv` lines of one mention (see `tsv_header`): a concept without a code
+    in a vocabulary has an empty cell."""
+    lines = []
+    for rank, c in enumerate(candidates, start=1):
+        codes = dict(c.codes)
+        cells = [mention, str(rank), c.concept_id, c.name, c.matched_name, f"{c.score:.6f}"]
+        lines.append("\t".join(cells + [codes.get(vocabulary, "") for vocabulary in vocabularies]) + "\n")
+    return "".join(lines)
 
 
 @dataclass(frozen=True)

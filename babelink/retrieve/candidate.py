@@ -7,8 +7,8 @@ named `normalized`): the `Linker` and the document linker normalise once, at the
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from babelink.errors import InvalidInputError
@@ -58,6 +58,11 @@ class Candidate:
             fields["codes"] = dict(self.codes)
         return fields
 
+    def in_vocabularies(self, vocabularies: Collection[str]) -> Candidate:
+        """This candidate with only its codes in `vocabularies` (`--codes`)."""
+        return replace(self, codes=tuple((vocabulary, code) for vocabulary, code in self.codes
+                                         if vocabulary in vocabularies))
+
     @classmethod
     def from_dict(cls, fields: dict) -> Candidate:
         """The inverse of `to_dict` (scores as rounded there)."""
@@ -83,6 +88,12 @@ def concept_codes(concept_id: str, xrefs: Sequence[str]) -> tuple[tuple[str, str
         if separator and code and code not in codes.setdefault(vocabulary, []):
             codes[vocabulary].append(code)
     return tuple((vocabulary, "|".join(found)) for vocabulary, found in codes.items() if found)
+
+
+def code_vocabularies(concept_ids: Sequence[str], xrefs: Sequence[Sequence[str] | None]) -> frozenset[str]:
+    """Every vocabulary `concept_codes` can name for these concepts (a KB's `concept_id` and `xrefs` columns)."""
+    return frozenset(vocabulary for concept_id, refs in zip(concept_ids, xrefs)
+                     for vocabulary, _ in concept_codes(concept_id, refs or ()))
 
 
 class CandidateGenerator(Protocol):

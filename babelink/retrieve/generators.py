@@ -134,15 +134,12 @@ class DenseGenerator:
                  langs: Sequence[str | None] | None = None) -> list[list[Candidate]]:
         if not normalized:
             return []
-        return self.search(self._encoder.encode(list(normalized)), top_k, _capitals(capitals, normalized))
-
-    def search(self, vectors: np.ndarray, top_k: int, capitals: Sequence[bool]) -> list[list[Candidate]]:
-        """Ranked concepts of query vectors already encoded (the dual encoder's mention vectors)."""
+        vectors = self._encoder.encode(list(normalized))
         strings, scores = self._index.search(vectors, top_k * self.STRINGS_PER_CONCEPT, self._strings)
         scores = scores.astype(np.float64)
         return [
             self._aggregate.concepts(rows, s, top_k, dense_scores=s, capitals=in_capitals)
-            for rows, s, in_capitals in zip(strings, scores, capitals)
+            for rows, s, in_capitals in zip(strings, scores, _capitals(capitals, normalized))
         ]
 
 
@@ -178,10 +175,15 @@ class HybridGenerator:
                  langs: Sequence[str | None] | None = None) -> list[list[Candidate]]:
         if not normalized:
             return []
+        return self.rank(normalized, self._encoder.encode(normalized), top_k, capitals)
+
+    def rank(self, normalized: Sequence[str], vectors: np.ndarray, top_k: int,
+             capitals: Sequence[bool] | None = None) -> list[list[Candidate]]:
+        """`generate` with the dense query vectors given: the dual encoder's contextual mention
+        vectors fused with the TF-IDF cosine of their span texts."""
         in_capitals = _capitals(capitals, normalized)
         pool = max(self.params.pool, top_k * SparseGenerator.STRINGS_PER_CONCEPT)
         sparse_queries = self._sparse.transform(normalized)
-        vectors = self._encoder.encode(normalized)
         sparse_rows, _ = self._sparse.search_vectors(sparse_queries, pool)
         dense_rows, _ = self._dense.search(vectors, pool, self._strings)
         query_rows, string_rows = _union_per_query(np.concatenate([sparse_rows, dense_rows], axis=1))

@@ -45,8 +45,9 @@ from babelink.train.resume import RESUME_DIR, STATE_FILE, ResumableTrainer, Trai
 TRAINING_FILE = "training.json"
 #: Names of a gold concept that count as right in the disambiguation loss.
 NAMES_PER_CONCEPT = 32
-#: Mention thresholds γ tried on dev at every evaluation.
+#: Mention thresholds γ and TF-IDF weights w tried on dev at every evaluation.
 THRESHOLDS = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
+SPARSE_WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
 
 
 @dataclass(frozen=True)
@@ -201,12 +202,14 @@ class DualTrainer(ResumableTrainer):
         self._dev = dev
         return self.run(self.dual.model, progress, bool(dev), self.config.eval_every or self.batches_per_epoch)
 
-    def evaluation(self) -> tuple[float, float]:
-        return tune_threshold(DualLinker(self.dual, self.bundle), self._dev, self.config.types)
+    def evaluation(self) -> tuple[float, float, float]:
+        return tune_decision(DualLinker(self.dual, self.bundle), self._dev, self.config.types)
 
     def save_model(self, directory: Path, evaluation: tuple | None) -> None:
-        threshold = self.dual.settings.threshold if evaluation is None else evaluation[1]
-        save_dual(directory, self.dual.tokenizer, self.dual.model, replace(self.dual.settings, threshold=threshold))
+        settings = self.dual.settings
+        if evaluation is not None:  # (dev F1, γ, w)
+            settings = replace(settings, threshold=evaluation[1], sparse_weight=evaluation[2])
+        save_dual(directory, self.dual.tokenizer, self.dual.model, settings)
         write_settings(directory, TRAINING_FILE, {**asdict(self.config), "steps": self.state.step,
                                                   "seconds": round(self.state.seconds, 1),
                                                   "evaluations": self.state.evaluations})
@@ -274,18 +277,20 @@ def _names_of_concepts(bundle: Bundle, concept_rows: set[int]) -> dict[int, np.n
     return {row: np.array(rows, dtype=np.int64) for row, rows in found.items()}
 
 
-def tune_threshold(linker: DualLinker, documents: Sequence[Document],
-                   types: Sequence[str] | None = None) -> tuple[float, float]:
-    """(best strict F1, its γ) over `THRESHOLDS`, against the documents' in-KB gold mentions;
-    the spans are scored once, at the lowest threshold."""
+def tune_decision(linker: DualLinker, documents: Sequence[Document],
+                  types: Sequence[str] | None = None) -> tuple[float, float, float]:
+    """(best strict F1, its γ, its w) over `THRESHOLDS` × `SPARSE_WEIGHTS`, against the documents'
+    in-KB gold mentions; the spans are scored once, at the lowest threshold, and ranked once per w."""
     resolve = gold_resolver(linker.kb)
     gold = [(d.id, a.start, a.end, tuple(c for c in map(resolve, a.concept_ids) if c))
             for d in documents for a in d.annotations if types is None or a.type in types]
     gold = [g for g in gold if g[3]]
-    proposals = linker.proposals(documents, min(THRESHOLDS))
-    best = (-1.0, THRESHOLDS[0])
-    for threshold in THRESHOLDS:
-        predicted = [(d.id, p.start, p.end, p.candidates[0].concept_id) for d, found in zip(documents, proposals)
-                     for p in resolve_overlaps([p for p in found if p.score > threshold], "best")]
-        best = max(best, (span_scores(predicted, gold)["strict"]["f1"], threshold))
-    return best
+    hits = linker.span_hits(documents, min(THRESHOLDS))
+    best = (-1.0, THRESHOLDS[0], SPARSE_WEIGHTS[0])
+    for weight in SPARSE_WEIGHTS:
+        proposals = linker.ranked(hits, len(documents), weight)
+        for threshold in THRESHOLDS:
+            predicted = [(d.id, p.start, p.end, p.candidates[0].concept_id) for d, found in zip(documents, proposals)
+                         for p in resolve_overlaps([p for p in found if p.score > threshold], "best")]
+            best = max(best, (span_scores(predicted, gold)["strict"]["f1"], threshold, -weight))
+    return best[0], best[1], -best[2]

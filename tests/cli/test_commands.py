@@ -49,6 +49,22 @@ def test_normalize_stdin_to_tsv(bundle):
     assert result.stdout.splitlines()[1].split("\t")[:3] == ["asthma", "1", "C0004096"]
 
 
+def test_codes_keeps_the_vocabularies_asked_for_in_their_order(bundle):
+    tsv = babelink("normalize", "--bundle", bundle, "infarto de miocardio", "-k", "1", "--format", "tsv",
+                   "--codes", "MSH,UMLS")
+    assert tsv.returncode == 0, tsv.stderr
+    header, row = (line.split("\t") for line in tsv.stdout.splitlines())
+    assert header[-2:] == ["MSH", "UMLS"] and row[2] == "C0027051" and row[-2:] == ["D009203", "C0027051"]
+    linked = babelink("link", "--bundle", bundle, "asthma and myocardial infarction", "--codes", "MSH")
+    assert linked.returncode == 0, linked.stderr
+    mentions = json.loads(linked.stdout)["mentions"]
+    assert mentions and all(set(m.get("codes", {})) <= {"MSH"} for m in mentions)
+    assert any(m.get("codes") == {"MSH": "D009203"} for m in mentions)
+    unknown = babelink("normalize", "--bundle", bundle, "asthma", "--codes", "ICD-10")
+    assert unknown.returncode != 0 and "ICD-10" in unknown.stderr and "MSH" in unknown.stderr
+    assert "Traceback" not in unknown.stderr
+
+
 @pytest.mark.parametrize(
     ("args", "stdin", "message"),
     [

@@ -2,6 +2,7 @@
 segments with exact offsets in any script; training that learns and resumes bit-identically;
 a model refused by a bundle whose name vectors it was not trained against."""
 
+import copy
 import json
 from dataclasses import replace
 
@@ -18,7 +19,14 @@ from babelink.errors import BabelinkError, BundleError, InvalidInputError
 from babelink.formats.document import Annotation, Document
 from babelink.kb.base import KnowledgeBaseBuilder
 from babelink.link.linker import Linker
-from babelink.train.dual import DualTrainer, DualTrainingConfig, examples, focal_span_loss, initial_model
+from babelink.train.dual import (
+    SPARSE_WEIGHTS,
+    DualTrainer,
+    DualTrainingConfig,
+    examples,
+    focal_span_loss,
+    initial_model,
+)
 
 CONCEPTS = {"C1": ["fever", "pyrexia"], "C2": ["asthma", "bronchial asthma"], "C3": ["diabetes", "diabetes mellitus"],
             "C4": ["headache", "cephalalgia"]}
@@ -162,9 +170,10 @@ def test_twenty_steps_lower_the_loss_and_resume_bit_identically(tiny_encoder_dir
 def test_dev_documents_choose_the_checkpoint_and_its_threshold(tiny_encoder_dir, bundle, tmp_path):
     trainer = DualTrainer(tiny_encoder_dir, bundle, DOCUMENTS, tmp_path / "m", CONFIG)
     trainer.train(dev=DOCUMENTS[:2])
-    best_step, best_f1, best_threshold = max(trainer.state.evaluations, key=lambda e: e[1])
-    assert DualModel(tmp_path / "m").settings.threshold == best_threshold
-    assert 0.0 <= best_f1 <= 1.0 and best_step <= 20
+    best_step, best_f1, best_threshold, best_weight = max(trainer.state.evaluations, key=lambda e: e[1])
+    settings = DualModel(tmp_path / "m").settings
+    assert (settings.threshold, settings.sparse_weight) == (best_threshold, best_weight)
+    assert 0.0 <= best_f1 <= 1.0 and best_step <= 20 and best_weight in SPARSE_WEIGHTS
 
 
 def test_a_dual_encoder_as_init_keeps_its_span_scorer(tiny_encoder_dir, bundle, tmp_path):
@@ -187,6 +196,26 @@ def test_linker_links_and_disambiguates_in_one_pass(untrained, bundle):
                for found in answers for candidates in found)
     record = linker.link_documents([Document("x", "fever and asthma")])[0].to_dict()
     assert record["provenance"]["bundle"] and all(m["detector"] == "dual" for m in record["mentions"])
+
+
+def test_the_tf_idf_weight_links_a_span_by_its_own_text_and_defined_abbreviation(untrained, bundle):
+    """At w = 1 the span's TF-IDF cosine alone ranks (every gold text is a KB name, whatever the
+    untrained vectors say); a defined short form is searched as its long form."""
+    text = "bronchial asthma (BA) and pyrexia; later BA"
+    document = _document("ab", text, ("bronchial asthma", "C2"), ("pyrexia", "C1"))
+    document = replace(document, annotations=(*document.annotations,
+                                              Annotation(text.rindex("BA"), len(text), "BA", ("C2",), "Disease")))
+    linker = DualLinker(untrained, bundle)
+    hits = linker.span_hits([document], 0.0)
+    for weight, expected in ((1.0, ["C2", "C1", "C2"]), (0.0, None)):
+        top = {(p.start, p.end): p.candidates[0].concept_id for p in linker.ranked(hits, 1, weight)[0]}
+        found = [top.get((a.start, a.end)) for a in document.annotations]
+        assert expected is None and all(found) or found == expected
+    weighted = copy.copy(untrained)
+    weighted.settings = replace(untrained.settings, sparse_weight=1.0)
+    answers = DualLinker(weighted, bundle).disambiguate([document])[0]
+    assert [candidates[0].concept_id for candidates in answers] == ["C2", "C1", "C2"]
+    assert answers[0][0].sparse_score == pytest.approx(1.0)
 
 
 def test_the_span_pipeline_has_no_one_pass_disambiguation(bundle):
