@@ -7,15 +7,18 @@ speed, and the transfer to languages without training data.
 
 `--medic-model`: a model trained on the CTD MEDIC benchmark bundle (`babelink train dual`, the
 command is in the log). NCBI-disease and BC5CDR-Disease test are linked by
-- the dual encoder (`link --model`), its mention threshold γ chosen on dev by the trainer;
+- the dual encoder (`link --model`), its mention threshold γ chosen here on NCBI-disease +
+  BC5CDR dev for the mention vector alone, and again with the TF-IDF weight w of the span text
+  (`DualSettings.sparse_weight`) chosen with it (a row of its own when w > 0);
 - the default span pipeline (`Linker.open(bundle)`, default `LinkParams`, no labeled spans);
 - with `--ner`, the NER + CRF pipeline (`link --ner`, hybrid ranking, every training mention in the
   labeled-span index, link threshold 0.96: the configuration of `end-to-end.md`);
 each in its own process, so documents/s, mentions/s and peak RSS are its own. Strict and partial
 P/R/F1 against in-KB gold, and detection-only strict P/R/F1 (spans alone). Entity
 disambiguation: NCBI-disease test gold spans, Acc@1 of `Linker.disambiguate` (one pass per
-segment) against the hybrid `normalize` of the same mention strings. `--ablation DIR`: a model
-trained the same way with random negatives only (`--hard-negatives 0 --random-negatives 16`).
+segment; each model and w as above) against the hybrid `normalize` of the same mention strings.
+`--ablation DIR`: a model trained the same way with random negatives only (`--hard-negatives 0
+--random-negatives 16`).
 
 `--mantra`: leave-one-language-out on Mantra GSC (open-umls). Each language's documents are split
 in halves (seeded); a model is trained on the first halves of all three languages (80% train,
@@ -60,8 +63,10 @@ MANTRA = {"en": "English", "es": "Spanish", "fr": "French"}
 QUAERO_TRAIN = ("quaero/corpus/train/EMEA", "quaero/corpus/train/MEDLINE")
 
 
-def link_step(data: str, corpus_key: str, system: str, model: str | None, link_threshold: float | None = None) -> dict:
-    """Link a corpus's test split with one system in this (child) process."""
+def link_step(data: str, corpus_key: str, system: str, model: str | None, link_threshold: float | None = None,
+              decision: tuple[float, float] | None = None) -> dict:
+    """Link a corpus's test split with one system in this (child) process; a dual encoder with
+    `decision` (γ, w) chosen on dev instead of its own."""
     corpus = CORPORA[corpus_key]
     with tempfile.TemporaryDirectory() as scratch:
         if system == NER_SYSTEM:  # as in end-to-end.md: every training mention in the labeled-span index
@@ -69,7 +74,7 @@ def link_step(data: str, corpus_key: str, system: str, model: str | None, link_t
                                  Path(scratch), detector=NerDetector(model))
         else:
             bundle = load_bundle(cached_bundle(Path(data), corpus.kb))
-            linker = Linker(bundle, model=_dual(model)) if model else Linker(bundle)
+            linker = Linker(bundle, model=_dual(model, decision)) if model else Linker(bundle)
         test = documents(Path(data), corpus, "test")
         linker.link("warm-up text with asthma")
         started = time.perf_counter()
@@ -81,20 +86,39 @@ def link_step(data: str, corpus_key: str, system: str, model: str | None, link_t
             "docs_per_s": len(test) / seconds, "mentions_per_s": len(predicted) / seconds, "rss_mb": _peak_rss_mb()}
 
 
-def _dual(path: str):
+def _dual(path: str, decision: tuple[float, float] | None = None):
     from babelink.dual.model import DualModel
 
-    return DualModel(path)
+    model = DualModel(path)
+    if decision is not None:
+        model.settings = replace(model.settings, threshold=decision[0], sparse_weight=decision[1])
+    return model
 
 
-def disambiguation_step(data: str, model: str) -> dict:
-    """NCBI-disease test gold spans: the dual encoder in one pass per segment against hybrid `normalize`."""
+def tune_step(data: str, model: str) -> dict:
+    """The mention threshold γ chosen on NCBI-disease + BC5CDR dev with the mention vector alone
+    (w = 0), and γ with the TF-IDF weight w chosen together (`train.dual.tune_decision`)."""
+    from babelink.dual.linker import DualLinker
+    from babelink.train.dual import tune_decision
+
+    bundle = load_bundle(cached_bundle(Path(data), "ctd-medic"))
+    dev = [d for key in ("ncbi", "bc5cdr") for d in documents(Path(data), CORPORA[key], "dev")]
+    linker = DualLinker(_dual(model), bundle)
+    plain, fused = tune_decision(linker, dev, weights=(0.0,)), tune_decision(linker, dev)
+    return {"plain": {"f1": plain[0], "decision": (plain[1], 0.0)},
+            "fused": {"f1": fused[0], "decision": (fused[1], fused[2])}}
+
+
+def disambiguation_step(data: str, model: str, sparse_weight: float = 0.0) -> dict:
+    """NCBI-disease test gold spans: the dual encoder in one pass per segment (its names scored with
+    the TF-IDF weight `sparse_weight`) against hybrid `normalize`."""
     bundle = load_bundle(cached_bundle(Path(data), "ctd-medic"))
     resolve = gold_resolver(bundle.kb)
     test = [replace(d, annotations=tuple(a for a in d.annotations if any(map(resolve, a.concept_ids))))
             for d in documents(Path(data), CORPORA["ncbi"], "test")]
     wanted = [{resolve(c) for c in a.concept_ids} - {None} for d in test for a in d.annotations]
-    dual = Linker(bundle, model=_dual(model))
+    dual_model = _dual(model)
+    dual = Linker(bundle, model=_dual(model, (dual_model.settings.threshold, sparse_weight)))
     started = time.perf_counter()
     answers = [candidates for found in dual.disambiguate(test, top_k=1) for candidates in found]
     dual_seconds = time.perf_counter() - started
@@ -204,18 +228,28 @@ def medic_report(data: Path, args) -> list[str]:
     notes = [f"- dual encoder: {_training_note(args.medic_model)}"]
     if args.ablation:
         notes.append(f"- random negatives only: {_training_note(args.ablation)}")
+    variants = []  # (row name, model, (γ, w) chosen on dev)
+    for name, path in systems:
+        tuned = _in_child(tune_step, str(data), path)
+        (plain_gamma, _), (gamma, weight) = tuned["plain"]["decision"], tuned["fused"]["decision"]
+        notes.append(f"- {name}, chosen on NCBI-disease + BC5CDR dev: mention vector alone γ = {plain_gamma} "
+                     f"(strict F1 {tuned['plain']['f1']:.3f}); with the span's TF-IDF γ = {gamma}, w = {weight} "
+                     f"(strict F1 {tuned['fused']['f1']:.3f})")
+        variants.append((name, path, (plain_gamma, 0.0)))
+        if weight > 0:
+            variants.append((f"{name} + span TF-IDF (w = {weight})", path, (gamma, weight)))
     rows = []
     for corpus_key in ("ncbi", "bc5cdr"):
-        runs = [(name, "dual encoder", path, None) for name, path in systems]
-        runs += [("default span pipeline", "spans", None, None)]
+        runs = [(name, "dual encoder", path, None, decision) for name, path, decision in variants]
+        runs += [("default span pipeline", "spans", None, None, None)]
         if corpus_key in ner:
             grid = _in_child(ner_tune_step, str(data), corpus_key, ner[corpus_key], {})
             threshold, dev_f1 = max(((float(link), f1) for link, f1 in grid.items()), key=lambda item: item[1])
             notes.append(f"- NER + CRF of {CORPORA[corpus_key].name}: link threshold {threshold} chosen on dev "
                          f"(strict F1 {dev_f1:.3f}); `{NER_RECIPES[corpus_key]}`")
-            runs.append(("NER + CRF, hybrid + training spans", NER_SYSTEM, ner[corpus_key], threshold))
-        for name, system, path, threshold in runs:
-            result = _in_child(link_step, str(data), corpus_key, system, path, threshold)
+            runs.append(("NER + CRF, hybrid + training spans", NER_SYSTEM, ner[corpus_key], threshold, None))
+        for name, system, path, threshold, decision in runs:
+            result = _in_child(link_step, str(data), corpus_key, system, path, threshold, decision)
             s, p, d = result["scores"]["strict"], result["scores"]["partial"], result["detection"]
             rows.append(f"| {CORPORA[corpus_key].name} | {name} | {s['precision']:.3f} | {s['recall']:.3f} | "
                         f"**{s['f1']:.3f}** | {p['f1']:.3f} | {d['precision']:.3f} | {d['recall']:.3f} | "
@@ -224,13 +258,15 @@ def medic_report(data: Path, args) -> list[str]:
     lines = notes + ["", ("| corpus | system | strict P | strict R | strict F1 | partial F1 | detection P | "
                           "detection R | detection F1 | docs/s | mentions/s | peak RSS MB |"),
                      "|---|---|" + "---:|" * 10, *rows]
-    ed = _in_child(disambiguation_step, str(data), args.medic_model)
-    lines += ["", (f"Entity disambiguation, NCBI-disease test gold spans ({ed['mentions']:,} in-KB mentions): "
-              f"dual encoder Acc@1 **{ed['dual']:.3f}** ({ed['dual_per_s']:.0f} mentions/s, one pass per segment) "
-              f"against hybrid `normalize` {ed['hybrid']:.3f} ({ed['hybrid_per_s']:.0f} mentions/s).")]
-    if args.ablation:
-        random_only = _in_child(disambiguation_step, str(data), args.ablation)
-        lines.append(f"The model trained with random negatives only: Acc@1 **{random_only['dual']:.3f}**.")
+    hybrid = None
+    disambiguation = []
+    for name, path, (_, weight) in variants:
+        ed = _in_child(disambiguation_step, str(data), path, weight)
+        hybrid = hybrid or ed
+        disambiguation.append(f"| {name} | **{ed['dual']:.3f}** | {ed['dual_per_s']:.0f} |")
+    lines += ["", (f"Entity disambiguation, NCBI-disease test gold spans ({hybrid['mentions']:,} in-KB mentions), "
+              "one pass per segment:"), "", "| system | Acc@1 | mentions/s |", "|---|---:|---:|", *disambiguation,
+              f"| hybrid `normalize` (baseline) | {hybrid['hybrid']:.3f} | {hybrid['hybrid_per_s']:.0f} |"]
     return lines
 
 

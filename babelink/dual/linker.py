@@ -32,7 +32,7 @@ from babelink.link.mentions import LinkedDocument, LinkedMention
 from babelink.link.modifiers import concept_types, is_modifier
 from babelink.retrieve.candidate import Candidate
 from babelink.retrieve.filters import NameFilter, allowed_names
-from babelink.retrieve.generators import HybridGenerator, HybridParams
+from babelink.retrieve.generators import DenseGenerator, HybridGenerator, HybridParams
 from babelink.text import normalize_name, written_in_capitals
 
 DETECTOR = "dual"
@@ -101,7 +101,7 @@ class DualLinker:
         self.params = params or LinkParams()
         self.threshold = model.settings.threshold if threshold is None else threshold
         self._allowed = allowed_names(bundle.kb, bundle.names, name_filter) if name_filter else None
-        self._rankers: dict[float, HybridGenerator] = {}
+        self._rankers: dict[float, DenseGenerator | HybridGenerator] = {}
         self.concept_types = concept_types(bundle.kb)
 
     def link(self, documents: Sequence[Document]) -> list[LinkedDocument]:
@@ -139,10 +139,8 @@ class DualLinker:
         found: list[list[Proposal]] = [[] for _ in range(documents)]
         if not hits:
             return found
-        weight = self.model.settings.sparse_weight if sparse_weight is None else sparse_weight
-        ranked = self._ranker(weight).rank([normalize_name(hit.searched) for hit in hits],
-                                           np.stack([hit.vector for hit in hits]), self.params.top_k,
-                                           [written_in_capitals(hit.text) for hit in hits])
+        ranked = self._rank([hit.searched for hit in hits], np.stack([hit.vector for hit in hits]),
+                            [written_in_capitals(hit.text) for hit in hits], sparse_weight)
         for hit, candidates in zip(hits, ranked):
             candidates = self._with_probabilities(candidates, hit.p_mention)
             if (candidates and (candidates[0].probability or 0.0) >= self.params.min_probability
@@ -155,12 +153,21 @@ class DualLinker:
         """The text a span's TF-IDF search reads: the long form when the segment defines it as an abbreviation."""
         return abbreviation_map(segment.text).get(text, text) if self.params.resolve_abbreviations else text
 
-    def _ranker(self, sparse_weight: float) -> HybridGenerator:
-        if sparse_weight not in self._rankers:
-            self._rankers[sparse_weight] = HybridGenerator(
-                self.kb, self.bundle.names, self.bundle.sparse, self.bundle.dense, None,
-                HybridParams(dense_weight=1.0 - sparse_weight), allowed=self._allowed)
-        return self._rankers[sparse_weight]
+    def _rank(self, texts: list[str], vectors: np.ndarray, capitals: list[bool],
+              sparse_weight: float | None = None) -> list[list[Candidate]]:
+        """Ranked concepts of mention vectors: by their cosines alone (the FAISS search) at w = 0,
+        else fused with the TF-IDF cosines of `texts` (`sparse_weight` None: the model's w)."""
+        weight = self.model.settings.sparse_weight if sparse_weight is None else sparse_weight
+        if weight not in self._rankers:
+            self._rankers[weight] = (
+                DenseGenerator(self.kb, self.bundle.names, self.bundle.dense, None, allowed=self._allowed)
+                if weight == 0 else
+                HybridGenerator(self.kb, self.bundle.names, self.bundle.sparse, self.bundle.dense, None,
+                                HybridParams(dense_weight=1.0 - weight), allowed=self._allowed))
+        ranker = self._rankers[weight]
+        if weight == 0:
+            return ranker.search(vectors, self.params.top_k, capitals)
+        return ranker.rank([normalize_name(text) for text in texts], vectors, self.params.top_k, capitals)
 
     def disambiguate(self, documents: Sequence[Document]) -> list[list[list[Candidate]]]:
         """Ranked concepts for each annotation of each document (its span given, 004 §4), all the
@@ -183,10 +190,8 @@ class DualLinker:
                 vectors = self.model.mention_vectors(
                     encoded, *(torch.tensor(column, device=self.model.device) for column in (rows, first, last)))
             texts = [documents[batch[row].document].annotations[number].text for row, number in zip(rows, numbers)]
-            ranked = self._ranker(self.model.settings.sparse_weight).rank(
-                [normalize_name(self._searched(text, batch[row])) for text, row in zip(texts, rows)],
-                vectors.cpu().numpy(), self.params.top_k,
-                [written_in_capitals(text) for text in texts])
+            ranked = self._rank([self._searched(text, batch[row]) for text, row in zip(texts, rows)],
+                                vectors.cpu().numpy(), [written_in_capitals(text) for text in texts])
             for row, number, candidates in zip(rows, numbers, ranked):
                 answers[batch[row].document][number] = self._with_probabilities(candidates, 1.0)
         return answers

@@ -134,12 +134,15 @@ class DenseGenerator:
                  langs: Sequence[str | None] | None = None) -> list[list[Candidate]]:
         if not normalized:
             return []
-        vectors = self._encoder.encode(list(normalized))
+        return self.search(self._encoder.encode(list(normalized)), top_k, _capitals(capitals, normalized))
+
+    def search(self, vectors: np.ndarray, top_k: int, capitals: Sequence[bool]) -> list[list[Candidate]]:
+        """Ranked concepts of query vectors already encoded (the dual encoder's mention vectors)."""
         strings, scores = self._index.search(vectors, top_k * self.STRINGS_PER_CONCEPT, self._strings)
         scores = scores.astype(np.float64)
         return [
             self._aggregate.concepts(rows, s, top_k, dense_scores=s, capitals=in_capitals)
-            for rows, s, in_capitals in zip(strings, scores, _capitals(capitals, normalized))
+            for rows, s, in_capitals in zip(strings, scores, capitals)
         ]
 
 

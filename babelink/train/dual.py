@@ -277,17 +277,17 @@ def _names_of_concepts(bundle: Bundle, concept_rows: set[int]) -> dict[int, np.n
     return {row: np.array(rows, dtype=np.int64) for row, rows in found.items()}
 
 
-def tune_decision(linker: DualLinker, documents: Sequence[Document],
-                  types: Sequence[str] | None = None) -> tuple[float, float, float]:
-    """(best strict F1, its γ, its w) over `THRESHOLDS` × `SPARSE_WEIGHTS`, against the documents'
-    in-KB gold mentions; the spans are scored once, at the lowest threshold, and ranked once per w."""
+def tune_decision(linker: DualLinker, documents: Sequence[Document], types: Sequence[str] | None = None,
+                  weights: Sequence[float] = SPARSE_WEIGHTS) -> tuple[float, float, float]:
+    """(best strict F1, its γ, its w) over `THRESHOLDS` × `weights`, against the documents' in-KB
+    gold mentions; the spans are scored once, at the lowest threshold, and ranked once per w."""
     resolve = gold_resolver(linker.kb)
     gold = [(d.id, a.start, a.end, tuple(c for c in map(resolve, a.concept_ids) if c))
             for d in documents for a in d.annotations if types is None or a.type in types]
     gold = [g for g in gold if g[3]]
     hits = linker.span_hits(documents, min(THRESHOLDS))
-    best = (-1.0, THRESHOLDS[0], SPARSE_WEIGHTS[0])
-    for weight in SPARSE_WEIGHTS:
+    best = (-1.0, THRESHOLDS[0], -weights[0])
+    for weight in weights:
         proposals = linker.ranked(hits, len(documents), weight)
         for threshold in THRESHOLDS:
             predicted = [(d.id, p.start, p.end, p.candidates[0].concept_id) for d, found in zip(documents, proposals)
