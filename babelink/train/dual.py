@@ -280,7 +280,8 @@ def _names_of_concepts(bundle: Bundle, concept_rows: set[int]) -> dict[int, np.n
 def tune_decision(linker: DualLinker, documents: Sequence[Document], types: Sequence[str] | None = None,
                   weights: Sequence[float] = SPARSE_WEIGHTS) -> tuple[float, float, float]:
     """(best strict F1, its γ, its w) over `THRESHOLDS` × `weights`, against the documents' in-KB
-    gold mentions; the spans are scored once, at the lowest threshold, and ranked once per w."""
+    gold mentions; the spans are scored once, at the lowest threshold, and ranked once per w. A tie
+    goes to the smaller w (no TF-IDF search per span at w = 0)."""
     resolve = gold_resolver(linker.kb)
     gold = [(d.id, a.start, a.end, tuple(c for c in map(resolve, a.concept_ids) if c))
             for d in documents for a in d.annotations if types is None or a.type in types]
