@@ -136,7 +136,7 @@ def link(
         # loaded now; documents link lazily. Texts on the command line: start fast (no torch); a file: encode fast
         linker = Linker.open(bundle, filter=context_filter, ner=ner, name_filter=name_filter, model=model,
                              runtime="onnx" if texts else "torch", **params)
-        vocabularies = linker.code_vocabularies(codes) if codes else None
+        vocabularies = linker.checked_vocabularies(codes) if codes else None
         results = linker.link_stream((d for d in documents if d.id not in done), batch_size)
         if vocabularies is not None:
             results = (linked.in_vocabularies(vocabularies) for linked in results)

@@ -68,7 +68,7 @@ def normalize(
     # a few mentions on the command line: start fast (no torch); a file: encode fast
     linker = Linker.open(bundle, name_filter=NameFilter.of(types, sources, langs),
                          runtime="onnx" if mentions else "torch")
-    vocabularies = linker.code_vocabularies(codes) if codes else None
+    vocabularies = linker.checked_vocabularies(codes) if codes else None
     if mentions:
         lines, source = ((number, mention, mention) for number, mention in enumerate(mentions, 1)), "<arguments>"
     else:

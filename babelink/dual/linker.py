@@ -61,13 +61,13 @@ class Proposal:
 
 @dataclass(frozen=True)
 class SpanHit:
-    """A span above the mention threshold before ranking: where it is, p(m), its mention vector
-    and the text its TF-IDF search reads (a defined abbreviation expanded)."""
+    """A span above the mention threshold before ranking: where it is, the segment text it was
+    read in (where its abbreviations are defined), p(m) and its mention vector."""
 
     document: int
     start: int
     text: str
-    searched: str
+    context: str
     p_mention: float
     vector: np.ndarray = field(repr=False)
 
@@ -128,8 +128,7 @@ class DualLinker:
                 segment = batch[row]
                 start, end = segment.tokens[a].start, segment.tokens[b].end
                 text = segment.text[start:end]
-                hits.append(SpanHit(segment.document, segment.offset + start, text,
-                                    self._searched(text, segment), p_mention, vector))
+                hits.append(SpanHit(segment.document, segment.offset + start, text, segment.text, p_mention, vector))
         return hits
 
     def ranked(self, hits: Sequence[SpanHit], documents: int,
@@ -139,8 +138,8 @@ class DualLinker:
         found: list[list[Proposal]] = [[] for _ in range(documents)]
         if not hits:
             return found
-        ranked = self._rank([hit.searched for hit in hits], np.stack([hit.vector for hit in hits]),
-                            [written_in_capitals(hit.text) for hit in hits], sparse_weight)
+        ranked = self._rank([(hit.text, hit.context) for hit in hits], np.stack([hit.vector for hit in hits]),
+                            sparse_weight)
         for hit, candidates in zip(hits, ranked):
             candidates = self._with_probabilities(candidates, hit.p_mention)
             if (candidates and (candidates[0].probability or 0.0) >= self.params.min_probability
@@ -149,14 +148,16 @@ class DualLinker:
                     Proposal(hit.start, hit.start + len(hit.text), hit.text, candidates, hit.p_mention))
         return found
 
-    def _searched(self, text: str, segment: Segment) -> str:
-        """The text a span's TF-IDF search reads: the long form when the segment defines it as an abbreviation."""
-        return abbreviation_map(segment.text).get(text, text) if self.params.resolve_abbreviations else text
+    def _searched(self, text: str, context: str) -> str:
+        """The text a span's TF-IDF search reads: the long form when `context` defines it as an abbreviation."""
+        return abbreviation_map(context).get(text, text) if self.params.resolve_abbreviations else text
 
-    def _rank(self, texts: list[str], vectors: np.ndarray, capitals: list[bool],
+    def _rank(self, spans: list[tuple[str, str]], vectors: np.ndarray,
               sparse_weight: float | None = None) -> list[list[Candidate]]:
-        """Ranked concepts of mention vectors: by their cosines alone (the FAISS search) at w = 0,
-        else fused with the TF-IDF cosines of `texts` (`sparse_weight` None: the model's w)."""
+        """Ranked concepts of mention vectors of (text, context) spans: by their cosines alone (the
+        FAISS search) at w = 0, else fused with the TF-IDF cosines of the texts, abbreviations
+        expanded (`sparse_weight` None: the model's w)."""
+        capitals = [written_in_capitals(text) for text, _ in spans]
         weight = self.model.settings.sparse_weight if sparse_weight is None else sparse_weight
         if weight not in self._rankers:
             self._rankers[weight] = (
@@ -167,7 +168,8 @@ class DualLinker:
         ranker = self._rankers[weight]
         if weight == 0:
             return ranker.search(vectors, self.params.top_k, capitals)
-        return ranker.rank([normalize_name(text) for text in texts], vectors, self.params.top_k, capitals)
+        searched = [normalize_name(self._searched(text, context)) for text, context in spans]
+        return ranker.rank(searched, vectors, self.params.top_k, capitals)
 
     def disambiguate(self, documents: Sequence[Document]) -> list[list[list[Candidate]]]:
         """Ranked concepts for each annotation of each document (its span given, 004 §4), all the
@@ -190,8 +192,7 @@ class DualLinker:
                 vectors = self.model.mention_vectors(
                     encoded, *(torch.tensor(column, device=self.model.device) for column in (rows, first, last)))
             texts = [documents[batch[row].document].annotations[number].text for row, number in zip(rows, numbers)]
-            ranked = self._rank([self._searched(text, batch[row]) for text, row in zip(texts, rows)],
-                                vectors.cpu().numpy(), [written_in_capitals(text) for text in texts])
+            ranked = self._rank([(text, batch[row].text) for text, row in zip(texts, rows)], vectors.cpu().numpy())
             for row, number, candidates in zip(rows, numbers, ranked):
                 answers[batch[row].document][number] = self._with_probabilities(candidates, 1.0)
         return answers

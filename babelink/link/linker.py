@@ -186,7 +186,7 @@ class Linker:
         calibrator = Calibrator.load(own if CALIBRATION_FILE in self.bundle.manifest["files"] else None)
         return Calibration(calibrator, self.bundle.scripts)
 
-    def code_vocabularies(self, wanted: Iterable[str]) -> tuple[str, ...]:
+    def checked_vocabularies(self, wanted: Iterable[str]) -> tuple[str, ...]:
         """`wanted` vocabularies (each a name or comma-separated names), in order, checked against
         those the bundle's concepts have codes in: one it has none in is an `InvalidInputError`
         listing them."""
