@@ -191,6 +191,9 @@ class Linker:
         those the bundle's concepts have codes in: one it has none in is an `InvalidInputError`
         listing them."""
         wanted = tuple(dict.fromkeys(part.strip() for value in wanted for part in value.split(",") if part.strip()))
+        if not wanted:
+            raise InvalidInputError("no vocabulary named: give codes such as HP,ICD10 "
+                                    f"(the bundle's: {', '.join(sorted(self._linking.code_vocabularies))})")
         unknown = set(wanted) - self._linking.code_vocabularies
         if unknown:
             raise InvalidInputError(f"no concept of the bundle has a code in {', '.join(sorted(unknown))}; "

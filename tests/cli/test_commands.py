@@ -63,6 +63,8 @@ def test_codes_keeps_the_vocabularies_asked_for_in_their_order(bundle):
     unknown = babelink("normalize", "--bundle", bundle, "asthma", "--codes", "ICD-10")
     assert unknown.returncode != 0 and "ICD-10" in unknown.stderr and "MSH" in unknown.stderr
     assert "Traceback" not in unknown.stderr
+    empty = babelink("normalize", "--bundle", bundle, "asthma", "--codes", " , ")
+    assert empty.returncode != 0 and "no vocabulary named" in empty.stderr and "Traceback" not in empty.stderr
 
 
 @pytest.mark.parametrize(
