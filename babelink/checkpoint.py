@@ -76,16 +76,39 @@ def cpu_has_native_bf16() -> bool:
     return " avx512_bf16" in flags or " amx_bf16" in flags
 
 
+def load_pretrained(path: str | Path):
+    """The transformers encoder at `path`, loaded without transformers' load report: a missing
+    pooler is expected (e5 and most sentence encoders ship none, and babelink never uses it), while
+    any other missing weight means the directory is not the checkpoint it claims to be, an error
+    naming it rather than a half-random model to train or link with."""
+    from transformers import AutoModel
+    from transformers.utils import logging
+
+    verbosity = logging.get_verbosity()
+    logging.set_verbosity_error()
+    try:
+        model, info = AutoModel.from_pretrained(path, local_files_only=True, output_loading_info=True)
+    except (OSError, ValueError, RuntimeError) as error:
+        raise BabelinkError(f"{path}: cannot load the checkpoint: {error}") from None
+    finally:
+        logging.set_verbosity(verbosity)
+    missing = sorted(key for key in info["missing_keys"] if not key.startswith("pooler."))
+    if missing:
+        more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+        raise BabelinkError(f"{path}: an incomplete checkpoint, missing {', '.join(missing[:3])}{more}")
+    return model
+
+
 def load_with_head(path: Path, build: Callable, head_file: str, kind: str):
     """`(tokenizer, model)`: the transformers checkpoint at `path` wrapped by `build(encoder)` (a
     module whose encoder is `model.encoder`), with the rest of its weights read from `head_file`.
     A file that does not fit is an error naming it, not a half-initialised model."""
     from safetensors.torch import load_file
-    from transformers import AutoModel, AutoTokenizer
+    from transformers import AutoTokenizer
 
+    model = build(load_pretrained(path))
     try:
         tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-        model = build(AutoModel.from_pretrained(path, local_files_only=True))
         loaded = model.load_state_dict(load_file(path / head_file), strict=False)
     except (OSError, ValueError, RuntimeError) as error:
         raise BabelinkError(f"{path}: cannot load the {kind}: {error}") from None

@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 from babelink.bundle.store import Bundle
-from babelink.checkpoint import load_with_head, write_settings
+from babelink.checkpoint import load_pretrained, load_with_head, write_settings
 from babelink.detect.overlaps import resolve_overlaps
 from babelink.detect.tokenize import tokenize
 from babelink.dual.linker import DualLinker, word_range
@@ -244,7 +244,7 @@ def initial_model(init: Path, bundle: Bundle, out: Path, config: DualTrainingCon
 
 
 def _initialise(staging: Path, init: Path, bundle: Bundle, config: DualTrainingConfig) -> None:
-    from transformers import AutoModel, AutoTokenizer
+    from transformers import AutoTokenizer
     from transformers.utils import logging
 
     logging.disable_progress_bar()
@@ -257,8 +257,8 @@ def _initialise(staging: Path, init: Path, bundle: Bundle, config: DualTrainingC
         tokenizer, model = load_with_head(Path(init), DualEncoder, HEAD_FILE, "dual encoder")
         save_dual(staging, tokenizer, model, settings)
         return
+    encoder = load_pretrained(init)
     try:
-        encoder = AutoModel.from_pretrained(init, local_files_only=True)
         tokenizer = AutoTokenizer.from_pretrained(init, local_files_only=True)
     except (OSError, ValueError) as error:
         raise BabelinkError(f"{init}: cannot load the checkpoint: {error}") from None

@@ -26,6 +26,7 @@ from pathlib import Path
 import torch
 
 from babelink.batching import batched
+from babelink.checkpoint import load_pretrained
 from babelink.detect import MentionDetector
 from babelink.detect.ner import NerDetector, NerSettings, NerTagger, bio_labels, save_tagger
 from babelink.detect.tokenize import Token, tokenize
@@ -103,7 +104,7 @@ def train_ner(init: str | Path, documents: Sequence[Document], out: str | Path,
     if not types:
         raise InvalidInputError("no annotations to learn from"
                                 + (f" of types {', '.join(config.types)}" if config.types else ""))
-    from transformers import AutoModel, AutoTokenizer
+    from transformers import AutoTokenizer
     from transformers.utils import logging
 
     logging.disable_progress_bar()
@@ -113,7 +114,7 @@ def train_ner(init: str | Path, documents: Sequence[Document], out: str | Path,
     settings = NerSettings(labels=bio_labels(types), max_length=config.max_length)
 
     def initialise(staging: Path) -> None:
-        model = NerTagger(AutoModel.from_pretrained(init, local_files_only=True), settings.labels)
+        model = NerTagger(load_pretrained(init), settings.labels)
         save_tagger(staging, AutoTokenizer.from_pretrained(init, local_files_only=True), model, settings)
 
     write_directory(out, initialise)
