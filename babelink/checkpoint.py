@@ -76,23 +76,25 @@ def cpu_has_native_bf16() -> bool:
     return " avx512_bf16" in flags or " amx_bf16" in flags
 
 
-def load_pretrained(path: str | Path):
-    """The transformers encoder at `path`, loaded without transformers' load report: a missing
-    pooler is expected (e5 and most sentence encoders ship none, and babelink never uses it), while
-    any other missing weight means the directory is not the checkpoint it claims to be, an error
-    naming it rather than a half-random model to train or link with."""
+def load_pretrained(path: str | Path, auto_class=None, fresh: frozenset[str] = frozenset({"pooler"}), **options):
+    """The transformers model at `path` (`auto_class`, default `AutoModel`), loaded without
+    transformers' load report: weights under a `fresh` module may be missing (e5 and most sentence
+    encoders ship no pooler; a classifier head starts untrained), while any other missing weight
+    means the directory is not the checkpoint it claims to be, an error naming it rather than a
+    half-random model to train or link with."""
     from transformers import AutoModel
     from transformers.utils import logging
 
     verbosity = logging.get_verbosity()
     logging.set_verbosity_error()
     try:
-        model, info = AutoModel.from_pretrained(path, local_files_only=True, output_loading_info=True)
+        model, info = (auto_class or AutoModel).from_pretrained(path, local_files_only=True,
+                                                                output_loading_info=True, **options)
     except (OSError, ValueError, RuntimeError) as error:
         raise BabelinkError(f"{path}: cannot load the checkpoint: {error}") from None
     finally:
         logging.set_verbosity(verbosity)
-    missing = sorted(key for key in info["missing_keys"] if not key.startswith("pooler."))
+    missing = sorted(key for key in info["missing_keys"] if not fresh & set(key.split(".")))
     if missing:
         more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
         raise BabelinkError(f"{path}: an incomplete checkpoint, missing {', '.join(missing[:3])}{more}")

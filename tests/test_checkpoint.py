@@ -29,3 +29,8 @@ def test_a_directory_without_a_checkpoint_is_an_error_naming_it(tmp_path):
     with pytest.raises(BabelinkError, match="cannot load the checkpoint") as raised:
         load_pretrained(tmp_path)
     assert str(tmp_path) in str(raised.value)
+
+
+def test_a_trained_model_may_miss_nothing(tiny_encoder_dir):
+    with pytest.raises(BabelinkError, match="missing pooler.dense.bias, pooler.dense.weight"):
+        load_pretrained(tiny_encoder_dir, fresh=frozenset())

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from babelink.checkpoint import cpu_autocast_dtype, inference_device, read_settings, write_settings
+from babelink.checkpoint import cpu_autocast_dtype, inference_device, load_pretrained, read_settings, write_settings
 from babelink.detect.tokenize import tokenize
 from babelink.errors import BabelinkError
 
@@ -66,9 +66,9 @@ class ContextFilter:
 
         self._torch = torch
         self.device = inference_device(device)
+        self.model = load_pretrained(self.path, AutoModelForSequenceClassification, fresh=frozenset())
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(self.path, local_files_only=True)
-            self.model = AutoModelForSequenceClassification.from_pretrained(self.path, local_files_only=True)
         except (OSError, ValueError) as error:
             raise BabelinkError(f"{self.path}: cannot load the filter checkpoint: {error}") from None
         self.model.to(self.device).eval()

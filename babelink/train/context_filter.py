@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from babelink.batching import batched
-from babelink.checkpoint import write_settings
+from babelink.checkpoint import load_pretrained, write_settings
 from babelink.detect.overlaps import resolve_overlaps
 from babelink.eval.metrics import span_scores
 from babelink.formats.document import Document
@@ -114,8 +114,8 @@ def train_filter(init: str | Path, examples: Sequence[FilterExample], out: str |
 
     def initialise(staging: Path) -> None:
         layers = {} if config.layers is None else {"num_hidden_layers": config.layers}
-        AutoModelForSequenceClassification.from_pretrained(init, num_labels=2, local_files_only=True,
-                                                           **layers).save_pretrained(staging)
+        load_pretrained(init, AutoModelForSequenceClassification, frozenset({"pooler", "classifier"}),
+                        num_labels=2, **layers).save_pretrained(staging)
         AutoTokenizer.from_pretrained(init, local_files_only=True).save_pretrained(staging)
         write_settings(staging, SETTINGS_FILE, settings)
 
