@@ -27,10 +27,16 @@ def shared_path(spec: str | Path) -> str:
 
 
 def machine() -> str:
+    """The CPU, whether it computes bf16 natively (the same model name hides both kinds, and every
+    encoder speed differs about threefold between them), cores, memory and Python."""
+    from babelink.checkpoint import cpu_has_native_bf16
+
     model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                   if line.startswith("model name")), platform.processor())
+    bf16 = "native bf16" if cpu_has_native_bf16() else "no native bf16"
     memory = int(Path("/proc/meminfo").read_text().split()[1]) / 1024**2
-    return f"{model}, {multiprocessing.cpu_count()} cores, {memory:.0f} GiB, Python {platform.python_version()}"
+    return (f"{model} ({bf16}), {multiprocessing.cpu_count()} cores, {memory:.0f} GiB, "
+            f"Python {platform.python_version()}")
 
 
 def commit() -> str:
