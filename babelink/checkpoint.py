@@ -85,6 +85,7 @@ def load_pretrained(path: str | Path, auto_class=None, fresh: frozenset[str] = f
     from transformers import AutoModel
     from transformers.utils import logging
 
+    logging.disable_progress_bar()  # a per-load bar of weight names is noise in a CLI's output
     verbosity = logging.get_verbosity()
     logging.set_verbosity_error()
     try:

@@ -104,9 +104,7 @@ def train_filter(init: str | Path, examples: Sequence[FilterExample], out: str |
     if not any(e.label for e in examples) or all(e.label for e in examples):
         raise ValueError("filter training needs both relevant and irrelevant proposals; check the training documents")
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
-    from transformers.utils import logging
 
-    logging.disable_progress_bar()
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(config.seed)

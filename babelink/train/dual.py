@@ -245,9 +245,7 @@ def initial_model(init: Path, bundle: Bundle, out: Path, config: DualTrainingCon
 
 def _initialise(staging: Path, init: Path, bundle: Bundle, config: DualTrainingConfig) -> None:
     from transformers import AutoTokenizer
-    from transformers.utils import logging
 
-    logging.disable_progress_bar()
     built = bundle.manifest["dense"]["encoder"]
     settings = DualSettings(max_span_words=config.max_span_words, max_length=config.max_length,
                             pooling=config.pooling, scale=config.scale,

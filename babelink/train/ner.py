@@ -105,9 +105,7 @@ def train_ner(init: str | Path, documents: Sequence[Document], out: str | Path,
         raise InvalidInputError("no annotations to learn from"
                                 + (f" of types {', '.join(config.types)}" if config.types else ""))
     from transformers import AutoTokenizer
-    from transformers.utils import logging
 
-    logging.disable_progress_bar()
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(config.seed)
