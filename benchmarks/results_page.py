@@ -92,8 +92,6 @@ HEADLINES = (
              "decision", summary=Summary("decision", "strict F1", ("cosine ≥ 0.98 with translation, modifiers left",),
                                          "today", key="corpus")),
     Headline("Link leaves modifiers out, embedded default", "end-to-end", "modifiers.py", "modifiers left out"),
-    Headline("Link: mentions rendered through other lexicons, embedded default", "end-to-end", "render_fallback.py",
-             "strict F1", summary=Summary("system", "strict F1", ("other lexicons",), "own language", key="set")),
     Headline("Link: spans ranked only above the recall gate", "end-to-end", "recall_gate.py", "recall gate",
              summary=Summary("recall gate", "documents/s", ("0.55",), "0.5 (previous default", key="corpus")),
     Headline("SAP-trained encoders, XL-BEL and Mantra GSC", "sap-training", "sap_training.py", "mean Acc@1"),

@@ -149,13 +149,8 @@ class Renderer:
     def render(self, normalized: str, lang: str | None = None) -> list[str]:
         """Up to `params.renderings` distinct English renderings, other than the mention itself:
         first every word's best sense, then one word at a time its next senses. `lang` None:
-        through each language `languages` finds, alternating between them. A mention whose own
-        language's lexicon renders none of its words is rendered as one of unknown language: a
-        small or KB-mined lexicon lacks many words that a neighbour's knows (French "pneumonie" is
-        in the German ICD-10 titles, not the French ones), and a document's language is a guess."""
+        through each language `languages` finds, alternating between them."""
         per_language = [self._renderings(normalized, code) for code in self.languages(normalized, lang)]
-        if lang is not None and not any(per_language):
-            per_language = [self._renderings(normalized, code) for code in self.languages(normalized) if code != lang]
         texts = dict.fromkeys(text for group in itertools.zip_longest(*per_language) for text in group if text)
         texts.pop(normalized, None)
         return list(texts)[: self.params.renderings]
