@@ -17,7 +17,10 @@ encoder's own alignment is weak (the "infarto de miocardio" → "infarction of m
   write some function words joined to the next one: a word is first looked up without them
   ("ואסתמה", and asthma → "אסתמה"; `PROCLITICS`).
 - English stays English: a word the lexicon lacks but the KB's English names contain
-  ("mellitus", "HbA1c") is kept as it is, as are words nothing matches.
+  ("mellitus", "HbA1c") is kept as it is.
+- Cognates: a spaced word nothing else matches is respelled as an English KB word by the rules
+  its language's lexicon teaches ("pneumonie" → "pneumonia", `translate.cognates`), else kept.
+  Only when rendering: a respelling is no evidence of which language a mention is written in.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from dataclasses import dataclass, field
 
 import regex
 
+from babelink.translate.cognates import CognateRules
 from babelink.translate.lexicon import Lexicon
 
 #: Runs of scripts written without spaces, which lexicon-driven segmentation splits into words.
@@ -64,13 +68,15 @@ PROCLITICS = {
 @dataclass(frozen=True)
 class RenderParams:
     """`senses`: senses tried per word; `renderings`: English queries per mention at most;
-    `min_stem`: shortest shared prefix an inflected word may back off to; `min_compound`: shortest
-    word tried as a compound (each part at least `min_stem` characters)."""
+    `min_stem`: shortest shared prefix an inflected word may back off to, or a cognate shares with
+    its English word; `min_compound`: shortest word tried as a compound (each part at least
+    `min_stem` characters); `cognates`: respell words nothing matches (`translate.cognates`)."""
 
     senses: int = 3
     renderings: int = 5
     min_stem: int = 4
     min_compound: int = 8
+    cognates: bool = True
 
 
 @dataclass(frozen=True)
@@ -130,6 +136,7 @@ class Word:
     text: str
     senses: tuple[str, ...]  # English renderings, best first; (text,) when kept as it is
     found: bool = True  # in the lexicon (exactly, by its stem, or as a compound)
+    unmatched: bool = False  # a spaced word neither the lexicon nor the KB's English names know
 
     @property
     def translated(self) -> bool:
@@ -144,6 +151,7 @@ class Renderer:
         self.english_words = frozenset(english_words)
         self.params = params
         self._vocabularies: dict[str, _Vocabulary] = {}
+        self._cognates: dict[str, CognateRules] = {}
         self.words = functools.lru_cache(maxsize=200_000)(self._words)
 
     def render(self, normalized: str, lang: str | None = None) -> list[str]:
@@ -157,6 +165,8 @@ class Renderer:
 
     def _renderings(self, normalized: str, lang: str) -> list[str]:
         words = self.words(normalized, lang)
+        if self.params.cognates and any(word.unmatched for word in words):
+            words = tuple(self._respelled(word, lang) if word.unmatched else word for word in words)
         if not any(word.translated for word in words):
             return []
         first = tuple(word.senses[0] for word in words)
@@ -262,7 +272,14 @@ class Renderer:
         parts = self._compound(token, lang)
         if parts is not None:
             return Word(token, (" ".join(entries[part][0] for part in parts),))
-        return Word(token, (token,), found=False)
+        return Word(token, (token,), found=False, unmatched=True)
+
+    def _respelled(self, word: Word, lang: str) -> Word:
+        """`word` as the English KB word its language's cognate rules respell it to, if any."""
+        if lang not in self._cognates:
+            self._cognates[lang] = CognateRules(self.lexicon.entries(lang), self.english_words, self.params.min_stem)
+        english = self._cognates[lang].respell(word.text)
+        return word if english is None else Word(word.text, (english,), found=False)
 
     def _without_proclitics(self, token: str, lang: str) -> str | None:
         """The longest entry `token` ends with after one of its language's proclitic sequences
