@@ -94,6 +94,8 @@ HEADLINES = (
     Headline("Link leaves modifiers out, embedded default", "end-to-end", "modifiers.py", "modifiers left out"),
     Headline("Link: spans ranked only above the recall gate", "end-to-end", "recall_gate.py", "recall gate",
              summary=Summary("recall gate", "documents/s", ("0.55",), "0.5 (previous default", key="corpus")),
+    Headline("Cognate respelling in renderings", "end-to-end", "cognates.py", "strict F1",
+             summary=Summary("system", "strict F1", ("respelling on",), "respelling off", key="workload")),
     Headline("SAP-trained encoders, XL-BEL and Mantra GSC", "sap-training", "sap_training.py", "mean Acc@1"),
     Headline("Normalize speed", "speed", "normalize_speed.py", "mentions/s",
              summary=Summary("setting", "mentions/s", ("hybrid, default (",), "hybrid, encoder fp32")),
