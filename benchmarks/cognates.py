@@ -76,8 +76,9 @@ def _link_rows(name: str, linker: Linker, gold_of, data, changes: list) -> list[
 def _differences(workload: str, before: dict, after: dict, gold: dict) -> str:
     """How many linked mentions the respelling gained and lost, right or not, and a few of each."""
     kinds: dict[str, list[str]] = {"gained, right": [], "gained, not gold": [], "lost, right": [], "lost, not gold": []}
+    concepts = [{key: linked[1] for key, linked in found.items()} for found in (before, after)]
     for key in sorted(set(before) | set(after)):
-        if before.get(key) != after.get(key):
+        if concepts[0].get(key) != concepts[1].get(key):
             for side, found in (("gained", after), ("lost", before)):
                 if key in found:
                     text, concept, rendering = found[key]
