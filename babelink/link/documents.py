@@ -239,10 +239,10 @@ class DocumentLinker:
                 in zip(segments, tokens, stopwords, langs, searched_as)]
 
     def _languages(self, given: str | None, text: str, tokens) -> tuple[str | None, str | None]:
-        """A segment's language for its stop words (the document's, else guessed from them) and
-        for its searches: a guess the bundle cannot read becomes None, so that a translating
-        ranker picks the lexicons by the span's own words rather than render nothing (Bulgarian
-        and Russian stop words overlap; a bundle may have lexicons for one only)."""
+        """A segment's language for its stop words (the document's, else `guess_language`'s from
+        its text) and for its searches: a guess the bundle cannot read becomes None, so that a
+        translating ranker picks the lexicons by the span's own words rather than render nothing
+        (a Bulgarian text, say, where the bundle has lexicons for Russian only)."""
         if given:
             return given, given
         guessed = guess_language(text, tokens, self.languages)
