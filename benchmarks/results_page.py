@@ -96,6 +96,8 @@ HEADLINES = (
              summary=Summary("recall gate", "documents/s", ("0.55",), "0.5 (previous default", key="corpus")),
     Headline("Cognate respelling in renderings", "end-to-end", "cognates.py", "strict F1",
              summary=Summary("system", "strict F1", ("respelling on",), "respelling off", key="workload")),
+    Headline("Link without --lang: the text's language guessed", "end-to-end", "language_guess.py", "strict F1",
+             summary=Summary("language", "strict F1", ("classifier",), "stop words", key="workload")),
     Headline("SAP-trained encoders, XL-BEL and Mantra GSC", "sap-training", "sap_training.py", "mean Acc@1"),
     Headline("Normalize speed", "speed", "normalize_speed.py", "mentions/s",
              summary=Summary("setting", "mentions/s", ("hybrid, default (",), "hybrid, encoder fp32")),

@@ -80,7 +80,7 @@ class ProtectedByLanguage(Mapping[str, frozenset[str]]):
 
 class BoundaryStopwords:
     """Stop words per language, minus the words the KB's names in that language protect
-    (`ProtectedByLanguage`); the language is `guess_language`'s when unknown."""
+    (`ProtectedByLanguage`); the language is `detect.language.guess_language`'s when unknown."""
 
     def __init__(self, protected: Mapping[str, frozenset[str]] | None = None):
         self.protected = protected or {}
@@ -104,7 +104,7 @@ class BoundaryStopwords:
         return self._protected_by_lang[lang]
 
 
-def guess_language(tokens: Sequence[Token], prefer: Collection[str] = ()) -> str | None:
+def guess_from_stopwords(tokens: Sequence[Token], prefer: Collection[str] = ()) -> str | None:
     """The language whose stop-word list covers most of the first `GUESS_TOKENS` spaced-script
     tokens (None below 5% coverage): stop words are the most frequent words of running text,
     so their overlap is a robust language signal. Unspaced scripts are told apart by script.

@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 from babelink.abbreviations import abbreviation_map
 from babelink.batching import batched
 from babelink.detect import MentionDetector
+from babelink.detect.language import guess_language
 from babelink.detect.overlaps import resolve_overlaps
 from babelink.detect.spans import Span, SpanParams, enumerate_spans
-from babelink.detect.stopwords import BoundaryStopwords, guess_language
+from babelink.detect.stopwords import BoundaryStopwords
 from babelink.detect.tokenize import tokenize
 from babelink.errors import InvalidInputError
 from babelink.formats.document import Document
@@ -225,7 +226,8 @@ class DocumentLinker:
         """Each segment's language to search in (`_languages`), stop words and candidate spans:
         the detector's, or all enumerated."""
         tokens = [tokenize(segment) for _, _, segment, _ in segments]
-        langs, searched_as = zip(*(self._languages(lang, found) for found, (_, _, _, lang) in zip(tokens, segments)))
+        langs, searched_as = zip(*(self._languages(lang, segment, found)
+                                   for found, (_, _, segment, lang) in zip(tokens, segments)))
         stopwords = [self.stopwords.for_language(lang) for lang in langs]
         if self.detector is not None:
             found = self.detector.detect([segment for _, _, segment, _ in segments])
@@ -236,14 +238,14 @@ class DocumentLinker:
                 for (_, _, segment, _), segment_tokens, stop, lang, searched
                 in zip(segments, tokens, stopwords, langs, searched_as)]
 
-    def _languages(self, given: str | None, tokens) -> tuple[str | None, str | None]:
-        """A segment's language for its stop words (the document's, else guessed from them) and
-        for its searches: a guess the bundle cannot read becomes None, so that a translating
-        ranker picks the lexicons by the span's own words rather than render nothing (Bulgarian
-        and Russian stop words overlap; a bundle may have lexicons for one only)."""
+    def _languages(self, given: str | None, text: str, tokens) -> tuple[str | None, str | None]:
+        """A segment's language for its stop words (the document's, else `guess_language`'s from
+        its text) and for its searches: a guess the bundle cannot read becomes None, so that a
+        translating ranker picks the lexicons by the span's own words rather than render nothing
+        (a Bulgarian text, say, where the bundle has lexicons for Russian only)."""
         if given:
             return given, given
-        guessed = guess_language(tokens, self.languages)
+        guessed = guess_language(text, tokens, self.languages)
         return guessed, guessed if guessed in self.languages else None
 
     def _linked_ngrams(self, span: Span, offset: int, detector: str, stopwords: frozenset[str]) -> list[Proposal]:

@@ -14,7 +14,7 @@ from babelink.detect.stopwords import (
     BoundaryStopwords,
     ProtectedByLanguage,
     _stopwords,
-    guess_language,
+    guess_from_stopwords,
     protected_words,
 )
 from babelink.detect.tokenize import joinable, token_texts, tokenize
@@ -144,14 +144,14 @@ def test_protected_stop_words_never_make_a_span_alone():
     ("高血圧症と心筋梗塞の患者", "ja"),
 ])
 def test_language_guess_from_stop_words_and_script(text, lang):
-    assert guess_language(tokenize(text)) == lang
+    assert guess_from_stopwords(tokenize(text)) == lang
 
 
 def test_language_guess_breaks_a_tie_between_related_languages_toward_a_preferred_one():
     text = "У пациента сахарный диабет и бронхиальная астма."  # "у" and "и": Russian and Bulgarian
-    assert guess_language(tokenize(text), prefer={"ru"}) == "ru"
-    assert guess_language(tokenize(text), prefer={"bg"}) == "bg"
-    assert guess_language(tokenize("El paciente tiene diabetes."), prefer={"ru"}) == "es"  # no tie: evidence wins
+    assert guess_from_stopwords(tokenize(text), prefer={"ru"}) == "ru"
+    assert guess_from_stopwords(tokenize(text), prefer={"bg"}) == "bg"
+    assert guess_from_stopwords(tokenize("El paciente tiene diabetes."), prefer={"ru"}) == "es"  # no tie: evidence wins
 
 
 @settings(max_examples=60, deadline=None)
@@ -159,7 +159,7 @@ def test_language_guess_breaks_a_tie_between_related_languages_toward_a_preferre
        st.sets(st.sampled_from(["ru", "bg", "uk", "es", "pt", "en", "de"])))
 def test_a_preference_only_ever_breaks_ties(words, prefer):
     tokens = tokenize(" ".join(words))
-    unbiased, preferred = guess_language(tokens), guess_language(tokens, prefer=prefer)
+    unbiased, preferred = guess_from_stopwords(tokens), guess_from_stopwords(tokens, prefer=prefer)
     assert (unbiased is None) == (preferred is None)
     if preferred is not None and preferred != unbiased:  # both cover the same number of words
         assert preferred in prefer
@@ -167,8 +167,8 @@ def test_a_preference_only_ever_breaks_ties(words, prefer):
 
 
 def test_language_guess_abstains_without_evidence():
-    assert guess_language(tokenize("BRCA1 p53 HbA1c")) is None
-    assert guess_language([]) is None
+    assert guess_from_stopwords(tokenize("BRCA1 p53 HbA1c")) is None
+    assert guess_from_stopwords([]) is None
 
 
 @dataclass
