@@ -26,6 +26,8 @@ MAX_ENDING = 4
 #: Entries that must show a rule, and how often it must be right on the lexicon's own words.
 MIN_PAIRS = 3
 MIN_PRECISION = 0.5
+#: Words whose respelling a long-running process keeps (a service meets new words forever).
+REMEMBERED_WORDS = 100_000
 
 
 def fold_accents(word: str) -> str:
@@ -58,7 +60,7 @@ class CognateRules:
                 rules[ending] += (english,)
         self.rules = dict(rules)  # ending → English endings, most attested first
         self._precision = functools.lru_cache(maxsize=None)(self._measured_precision)
-        self._respelled: dict[str, str | None] = {}
+        self.respell = functools.lru_cache(maxsize=REMEMBERED_WORDS)(self._respell)
 
     def _rule(self, word: str, english: str) -> tuple[str, str] | None:
         """The (ending, English ending) pair of `word` and its sense when they share a stem."""
@@ -71,13 +73,10 @@ class CognateRules:
             return None
         return word[stem:], english[stem:]
 
-    def respell(self, word: str) -> str | None:
-        """The English KB word `word` respells to by the most precise rule that yields one, or None."""
-        if word not in self._respelled:
-            self._respelled[word] = self._best(fold_accents(word))
-        return self._respelled[word]
-
-    def _best(self, folded: str) -> str | None:
+    def _respell(self, word: str) -> str | None:
+        """The English KB word `word` respells to by the most precise rule that yields one, or None
+        (`respell`, which remembers the last `REMEMBERED_WORDS` words asked)."""
+        folded = fold_accents(word)
         found = []
         for length in range(min(MAX_ENDING, len(folded) - self.min_stem), -1, -1):
             ending = folded[len(folded) - length:]
