@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
+from functools import partial
 
 from calibrate import _documents
-from modifiers import code_index
+from modifiers import code_index, gold_by_codes
 from recall_gate import MUSE
 from report import arguments, cached_bundle, commit, machine, publish, shared_path
 
@@ -116,12 +117,7 @@ def main() -> None:
     default = Linker.open()
     codes = code_index(default.bundle.kb)
     changes: list[str] = []
-
-    def by_codes(documents):
-        return {(document.id, a.start, a.end): ids for document in documents for a in document.annotations
-                for ids in [set().union(*(codes.get(code, set()) for code in a.concept_ids))] if ids}
-
-    link_rows = _link_rows("embedded default", default, by_codes, args.data, changes)
+    link_rows = _link_rows("embedded default", default, partial(gold_by_codes, codes=codes), args.data, changes)
     bundle = replace(load_bundle(cached_bundle(args.data, "open-umls", types="hpo")),
                      lexicon=read_lexicons([args.data / MUSE]))
     umls = Linker(bundle, encoder=bundle.query_encoder())

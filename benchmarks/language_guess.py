@@ -18,9 +18,10 @@ from __future__ import annotations
 import time
 from collections import Counter
 from dataclasses import replace
+from functools import partial
 
 from calibrate import CORPORA, _documents
-from modifiers import code_index
+from modifiers import code_index, gold_by_codes
 from recall_gate import MUSE
 from report import arguments, cached_bundle, commit, machine, publish, shared_path
 
@@ -90,11 +91,8 @@ def main() -> None:
     default = Linker.open()
     codes = code_index(default.bundle.kb)
 
-    def by_codes(documents):
-        return {(document.id, a.start, a.end): ids for document in documents for a in document.annotations
-                for ids in [set().union(*(codes.get(code, set()) for code in a.concept_ids))] if ids}
 
-    link_rows += _link_rows("embedded default", default, by_codes, args.data)
+    link_rows += _link_rows("embedded default", default, partial(gold_by_codes, codes=codes), args.data)
     lines = [
         f"## {time.strftime('%Y-%m-%d')} — a text's language, guessed (commit `{commit()}`)", "",
         (f"Command: `python benchmarks/language_guess.py` · bundles: open-umls typed by HPO with "

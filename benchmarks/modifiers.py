@@ -52,6 +52,13 @@ def code_index(kb: KnowledgeBase) -> dict[str, set[str]]:
     return index
 
 
+def gold_by_codes(documents, codes: dict[str, set[str]]) -> dict[tuple[str, int, int], set[str]]:
+    """(document, start, end) → the concepts carrying any of a gold mention's codes (`code_index`),
+    for the mentions some concept carries."""
+    return {(document.id, a.start, a.end): ids for document in documents for a in document.annotations
+            for ids in [set().union(*(codes.get(code, set()) for code in a.concept_ids))] if ids}
+
+
 def main() -> None:
     args = arguments(__doc__.splitlines()[0], argparse.ArgumentParser(description=__doc__.splitlines()[0]))
     started = time.perf_counter()
@@ -66,12 +73,7 @@ def main() -> None:
         documents = [replace(document, lang=lang, annotations=tuple(
             a for a in document.annotations if kept_types is None or a.type in kept_types))
             for document in read_documents(Path(args.data) / "bench" / path)]
-        gold = []
-        for document in documents:
-            for annotation in document.annotations:
-                ids = set().union(*(codes.get(code, set()) for code in annotation.concept_ids))
-                if ids:
-                    gold.append((document.id, annotation.start, annotation.end, ids))
+        gold = [(*key, ids) for key, ids in gold_by_codes(documents, codes).items()]
         proposals = [found for batch in batched(documents, 16) for found in proposer.proposals(batch)]
         scores, dropped = [], 0
         for keep_modifiers in (True, False):
