@@ -101,7 +101,12 @@ class CognateRules:
         return right / total if total else 0.0
 
     def _ending(self, ending: str) -> Iterable[str]:
-        reversed_ending = ending[::-1]
-        start = bisect.bisect_left(self._reversed, reversed_ending)
-        end = bisect.bisect_left(self._reversed, reversed_ending + "\U0010ffff", start)
+        start, end = ending_range(self._reversed, ending)
         return (word[::-1] for word in self._reversed[start:end])
+
+
+def ending_range(reversed_words: list[str], ending: str) -> tuple[int, int]:
+    """The slice of `reversed_words` (words spelled backwards, sorted) that ends with `ending`."""
+    reversed_ending = ending[::-1]
+    start = bisect.bisect_left(reversed_words, reversed_ending)
+    return start, bisect.bisect_left(reversed_words, reversed_ending + "\U0010ffff", start)

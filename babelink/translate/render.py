@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 import regex
 
-from babelink.translate.cognates import CognateRules
+from babelink.translate.cognates import CognateRules, ending_range
 from babelink.translate.lexicon import Lexicon
 
 #: Runs of scripts written without spaces, which lexicon-driven segmentation splits into words.
@@ -101,14 +101,9 @@ class _Vocabulary:
     @functools.cached_property
     def reversed_words(self) -> list[str]:
         """The single-word entries spelled backwards, sorted: the words that end with an ending
-        are one range of it (`_ending_range`). Short words ("re", "ma") would attest any ending,
+        are one range of it (`cognates.ending_range`). Short words ("re", "ma") would attest any ending,
         so only words of at least `min_stem` characters are kept."""
         return sorted(entry[::-1] for entry in self.entries if " " not in entry and len(entry) >= self.min_stem)
-
-    def _ending_range(self, ending: str) -> tuple[int, int]:
-        reversed_ending = ending[::-1]
-        start = bisect.bisect_left(self.reversed_words, reversed_ending)
-        return start, bisect.bisect_left(self.reversed_words, reversed_ending + "\U0010ffff", start)
 
     def attested(self, ending: str, other: str) -> bool:
         """Whether at least `MIN_ATTESTING_STEMS` stems (of `min_stem` characters or more) of the
@@ -119,7 +114,7 @@ class _Vocabulary:
             return self._attested[key]
         found = 0
         if max(map(len, key)) <= MAX_ENDING and not any(" " in part for part in key):
-            ranges = {part: self._ending_range(part) for part in key}
+            ranges = {part: ending_range(self.reversed_words, part) for part in key}
             rare = min(key, key=lambda part: ranges[part][1] - ranges[part][0])
             common = key[1] if rare == key[0] else key[0]
             for position in range(*ranges[rare]):
