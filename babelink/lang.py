@@ -1,6 +1,11 @@
-"""Language codes: ISO 639-1 inside babelink, UMLS `LAT` codes accepted wherever a user types one."""
+"""Language codes: ISO 639-1 inside babelink; UMLS `LAT`, ISO 639-2/3 and locale tags (`pt-BR`,
+`zh_CN`) accepted wherever a user types one."""
 
 from __future__ import annotations
+
+import re
+
+from babelink.errors import InvalidInputError
 
 # UMLS MRCONSO `LAT` → ISO 639-1 (https://www.nlm.nih.gov/research/umls/knowledge_sources/metathesaurus/release/abbreviations.html).
 UMLS_TO_ISO = {
@@ -12,11 +17,36 @@ UMLS_TO_ISO = {
     "RUM": "ro", "SLV": "sl", "SRP": "sr", "GLE": "ga", "ICE": "is", "MAY": "ms", "IND": "id",
 }
 
+# ISO 639-2/T (and 639-3) codes of those languages where they differ from UMLS's 639-2/B ones.
+TERMINOLOGY_TO_ISO = {
+    "CES": "cs", "DEU": "de", "ELL": "el", "EUS": "eu", "FAS": "fa", "FRA": "fr", "ISL": "is",
+    "MSA": "ms", "NLD": "nl", "RON": "ro", "SLK": "sk", "ZHO": "zh",
+}
+#: A language subtag (2–3 letters) and optionally a region or script (`pt-BR`, `zh_Hans_CN`).
+_LANGUAGE_TAG = re.compile(r"([A-Za-z]{2,3})(?:[-_][A-Za-z0-9]{2,8})*")
+
 
 def to_iso(code: str) -> str:
-    """Map a UMLS `LAT`, ISO 639-1 or ISO 639-2/3 code to babelink's lower-case form."""
+    """Map a UMLS `LAT`, ISO 639-1 or ISO 639-2/3 code, or a locale tag, to babelink's lower-case
+    form (the language alone: `pt-BR` → `pt`); anything else is only lower-cased."""
     cleaned = code.strip()
-    return UMLS_TO_ISO.get(cleaned.upper(), cleaned.lower())
+    tag = _LANGUAGE_TAG.fullmatch(cleaned)
+    if tag is None:
+        return cleaned.lower()
+    language = tag.group(1).upper()
+    return UMLS_TO_ISO.get(language) or TERMINOLOGY_TO_ISO.get(language) or language.lower()
+
+
+def check_language(code: str | None, field: str = "lang") -> str | None:
+    """A language a user gave (None: unknown) in babelink's form, or an error naming `field`: a
+    word such as "english" would otherwise pass as a code babelink has no stop words or lexicon
+    for, and change the answer without a word."""
+    if code is None:
+        return None
+    if not isinstance(code, str) or _LANGUAGE_TAG.fullmatch(code.strip()) is None:
+        raise InvalidInputError(f"{field}: {code!r} is not a language code (ISO 639-1 such as 'en', "
+                                "ISO 639-2/3 or UMLS LAT such as 'ENG', or a locale such as 'pt-BR')")
+    return to_iso(code)
 
 
 def parse_languages(codes: list[str] | tuple[str, ...] | None) -> frozenset[str] | None:

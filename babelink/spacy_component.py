@@ -20,6 +20,7 @@ from spacy.util import filter_spans
 
 from babelink.batching import batched
 from babelink.formats.document import Document
+from babelink.lang import check_language
 from babelink.link.linker import Linker
 from babelink.link.mentions import LinkedDocument, LinkedMention
 from babelink.retrieve.filters import NameFilter
@@ -56,7 +57,7 @@ class BabelinkComponent:
                  label: str = "ENTITY"):
         register_extensions()
         self.linker = linker
-        self.lang = lang
+        self.lang = check_language(lang, "babelink component config: lang")  # wrong at nlp.add_pipe, not at a text
         self.batch_size = batch_size
         self.overwrite_ents = overwrite_ents
         self.label = label

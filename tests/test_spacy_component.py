@@ -99,3 +99,9 @@ def test_entry_point_without_importing_babelink(bundle):
                             check=False)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "['C0004096']"
+
+
+def test_a_word_as_the_configured_language_fails_when_the_pipe_is_added(bundle):
+    nlp = spacy.blank("xx")
+    with pytest.raises(ValueError, match="babelink component config: lang: 'english' is not a language code"):
+        nlp.add_pipe("babelink", config={"bundle": bundle, "lang": "english"})

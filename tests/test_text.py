@@ -1,7 +1,11 @@
+import re
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from babelink.errors import InvalidInputError
-from babelink.lang import parse_languages, to_iso
+from babelink.lang import check_language, parse_languages, to_iso
 from babelink.text import MAX_MENTION_CHARS, normalize_name, normalized_mention
 
 
@@ -46,3 +50,27 @@ def test_language_codes():
     assert to_iso("SPA") == "es" and to_iso("es") == "es" and to_iso("NNA") == "nna"
     assert parse_languages(["es,ENG", "zh"]) == frozenset({"es", "en", "zh"})
     assert parse_languages(None) is None
+
+
+@pytest.mark.parametrize(("given", "expected"), [
+    ("en", "en"), (" EN ", "en"), ("ENG", "en"), ("eng", "en"), ("en-US", "en"), ("pt_BR", "pt"),
+    ("zh-Hans-CN", "zh"), ("FRE", "fr"), ("fra", "fr"), ("deu", "de"), ("yor", "yor"), (None, None),
+])
+def test_language_codes_a_user_types(given, expected):
+    assert check_language(given) == expected
+
+
+@pytest.mark.parametrize("given", ["english", "e", "", "en US", "fr-", "日本語", "12"])
+def test_words_that_are_not_language_codes_name_the_field(given):
+    with pytest.raises(InvalidInputError, match=f"--lang: {re.escape(repr(given))} is not a language code"):
+        check_language(given, "--lang")
+
+
+@given(st.text(max_size=20))
+def test_check_language_gives_a_short_code_or_a_clear_error(text):
+    try:
+        code = check_language(text)
+    except InvalidInputError as error:
+        assert str(error).startswith("lang: ")
+    else:
+        assert code.isascii() and code.isalpha() and code.islower() and 2 <= len(code) <= 3

@@ -19,6 +19,7 @@ from babelink.cli.options import (
     SourcesOption,
     TypesOption,
     counted,
+    language_option,
     link_params,
 )
 from babelink.errors import InvalidInputError
@@ -56,7 +57,9 @@ def link(
     output_format: Annotated[LinkFormat, typer.Option("--format", help="Output format.")] = LinkFormat.jsonl,
     context_filter: FilterOption = None,
     lang: Annotated[
-        str | None, typer.Option("--lang", help="Language of every text (ISO 639-1); guessed per text when omitted.")
+        str | None, typer.Option("--lang", callback=language_option,
+                                   help="Language of every text (ISO 639-1, UMLS LAT or a locale such as pt-BR); "
+                                        "guessed per text when omitted.")
     ] = None,
     candidates: Annotated[
         bool, typer.Option("--candidates", help="JSONL: each mention's ranked candidates too.")

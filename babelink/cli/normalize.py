@@ -16,6 +16,7 @@ from babelink.cli.options import (
     MinProbabilityOption,
     SourcesOption,
     TypesOption,
+    language_option,
 )
 from babelink.errors import InvalidInputError
 from babelink.fsutil import refuse_same_file
@@ -40,8 +41,9 @@ def normalize(
         "--ngram-threshold", help="JSONL: a mention whose best score is below this gets \"parts\", its n-grams "
                                   "linked by the n-gram search loop.")] = None,
     lang: Annotated[str | None, typer.Option(
-        "--lang", help="Language of the mentions (ISO 639-1 or UMLS LAT); with translation lexicons in the bundle, "
-                       "guessed per mention when omitted.")] = None,
+        "--lang", callback=language_option,
+        help="Language of the mentions (ISO 639-1, UMLS LAT or a locale such as pt-BR); with translation "
+             "lexicons in the bundle, guessed per mention when omitted.")] = None,
     min_probability: MinProbabilityOption = None,
     types: TypesOption = None,
     sources: SourcesOption = None,

@@ -9,6 +9,9 @@ from typing import Annotated
 
 import typer
 
+from babelink.errors import InvalidInputError
+from babelink.lang import check_language
+
 BundleOption = Annotated[
     Path | None, typer.Option("--bundle", "-b", help="Bundle directory; the embedded default when omitted.")
 ]
@@ -48,6 +51,14 @@ LearnTypesOption = Annotated[list[str] | None, typer.Option(
 KbFormatOption = Annotated[
     str | None, typer.Option("--kb-format", help="umls|ctd|obo|tsv|jsonl|parquet; inferred when omitted.")
 ]
+
+
+def language_option(code: str | None) -> str | None:
+    """`--lang` in babelink's form (`ENG`, `en-US` → `en`), or a usage error for a word that is no code."""
+    try:
+        return check_language(code, "--lang")
+    except InvalidInputError as error:
+        raise typer.BadParameter(str(error).removeprefix("--lang: ")) from None
 
 
 class Retriever(str, Enum):

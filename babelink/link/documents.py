@@ -27,6 +27,7 @@ from babelink.detect.stopwords import BoundaryStopwords
 from babelink.detect.tokenize import tokenize
 from babelink.errors import InvalidInputError
 from babelink.formats.document import Document
+from babelink.lang import check_language
 from babelink.link.context_filter import ContextFilter, filter_window
 from babelink.link.mentions import LinkedDocument, LinkedMention
 from babelink.link.modifiers import MODIFIER_TYPES, is_modifier
@@ -159,7 +160,8 @@ class DocumentLinker:
         """Per document, every span that clears the recall and link thresholds, before the
         filter and overlap resolution. With a `detector`, its spans skip the recall threshold,
         and one below the link threshold is replaced by its linked n-grams (002 §4.4.1)."""
-        segments = [(index, offset, segment, document.lang)
+        langs = [check_language(document.lang, f"document {document.id!r}: lang") for document in documents]
+        segments = [(index, offset, segment, langs[index])
                     for index, document in enumerate(documents)
                     for offset, segment in split_segments(check_document(document.id, document.text))]
         proposals: list[list[Proposal]] = [[] for _ in documents]

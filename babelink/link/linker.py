@@ -15,7 +15,7 @@ from babelink.detect.stopwords import BoundaryStopwords, ProtectedByLanguage
 from babelink.encoders import Encoder
 from babelink.errors import InvalidInputError
 from babelink.formats.document import Document
-from babelink.lang import to_iso
+from babelink.lang import check_language
 from babelink.link.context_filter import ContextFilter
 from babelink.link.documents import DocumentLinker, LinkParams
 from babelink.link.mentions import LinkedDocument
@@ -219,7 +219,7 @@ class Linker:
         """Lazily normalise an iterable of any length, batch by batch: `(mention, candidates)`."""
         check_top_k(top_k)
         check_probability(min_probability)
-        lang = None if lang is None else to_iso(lang)
+        lang = check_language(lang)
         for batch in batched(mentions, self.BATCH_SIZE):
             found = self._normalize_batch(batch, top_k, lang)
             if min_probability > 0:

@@ -25,8 +25,8 @@ class _Filters(_Strict):
 class NormalizeRequest(_Filters):
     mentions: list[str] = Field(description="Mention strings, in any language.")
     top_k: int = Field(5, ge=1, le=MAX_TOP_K, description="Concepts per mention.")
-    lang: str | None = Field(None, max_length=16, description="ISO 639-1 code of the mentions; with translation "
-                             "lexicons in the bundle, guessed per mention when omitted.")
+    lang: str | None = Field(None, max_length=16, description="Language of the mentions (ISO 639-1, UMLS LAT or a "
+                             "locale); with translation lexicons in the bundle, guessed per mention when omitted.")
     min_probability: float = Field(0.0, ge=0.0, le=1.0, description="Leave out concepts whose calibrated "
                                    "probability is lower; a mention with none left is NIL (no candidates).")
 
@@ -68,7 +68,7 @@ class NormalizeResponse(BaseModel):
 
 class _Text(_Strict):
     text: str
-    lang: str | None = Field(None, max_length=16, description="ISO 639-1 code; guessed from the text when omitted.")
+    lang: str | None = Field(None, max_length=16, description="ISO 639-1, UMLS LAT or a locale; guessed when omitted.")
 
 
 class LinkText(_Text, _Filters):

@@ -83,6 +83,8 @@ def test_link_usage_errors(bundle, tmp_path):
     assert "not both or neither" in babelink("link", "-b", bundle).stderr
     assert "give --output DIR" in babelink("link", "-b", bundle, "asthma", "--format", "brat").stderr
     assert "not a babelink context filter" in babelink("link", "-b", bundle, "asthma", "--filter", tmp_path).stderr
+    wrong_language = babelink("link", "-b", bundle, "asthma", "--lang", "english")
+    assert wrong_language.returncode == 2 and "'english' is not a language code" in wrong_language.stderr
 
 
 def test_build_types_from_an_ontology_and_link_leaves_modifiers_out(tmp_path):

@@ -66,6 +66,19 @@ def test_acronym_links_but_the_stop_word_does_not(linker):
     assert found == [("ALL", "C0023449")]
 
 
+@pytest.mark.parametrize("code", ["ENG", "eng", "en-US", "en_GB"])
+def test_a_language_written_as_a_user_writes_it(linker, code):
+    text = "Children with ALL were treated; all of them recovered."
+    assert _found(linker.link(text, lang=code)) == _found(linker.link(text, lang="en")) == [("ALL", "C0023449")]
+
+
+def test_a_word_given_as_the_language_is_an_error_not_a_text_without_stop_words(linker):
+    with pytest.raises(InvalidInputError, match="document 'a': lang: 'english' is not a language code"):
+        linker.link("all of them", lang="english", doc_id="a")
+    with pytest.raises(InvalidInputError, match="lang: 'english'"):
+        linker.normalize("fever", lang="english")
+
+
 def test_abbreviation_defined_in_the_text(linker):
     text = "Acute lymphoblastic leukemia (AcLL) is common. AcLL relapses were rare."
     document = linker.link(text, lang="en")

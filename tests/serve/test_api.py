@@ -189,6 +189,9 @@ def test_unusable_mentions_and_texts_get_422_with_the_message(client):
         "not valid Unicode" in _error(client.post("/link", content=b'{"text": "\\ud800"}', headers=JSON), 422)["detail"]
     )
     assert "1,000-character limit" in _error(client.post("/normalize", json={"mentions": ["x" * 1001]}), 422)["detail"]
+    for path, body in (("/normalize", {"mentions": ["asthma"], "lang": "english"}),
+                       ("/link", {"text": "asthma", "lang": "english"})):
+        assert "'english' is not a language code" in _error(client.post(path, json=body), 422)["detail"]
 
 
 def test_unknown_routes_and_methods_keep_the_error_shape(client):
