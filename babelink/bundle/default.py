@@ -10,9 +10,9 @@ from pathlib import Path
 from babelink.bundle.store import FORMAT_VERSION, MANIFEST, build_bundle
 
 #: Bumped whenever the default bundle's content changes (2: concepts joined across sources;
-#: 3: a lexicon mined from its names; 4: HPO branches as concept types), so a cached default bundle
-#: from before is not reused.
-DEFAULT_BUNDLE_REVISION = 4
+#: 3: a lexicon mined from its names; 4: HPO branches as concept types; 5: Chinese and Japanese words
+#: in the mined lexicon), so a cached default bundle from before is not reused.
+DEFAULT_BUNDLE_REVISION = 5
 
 
 def default_bundle_path() -> Path:

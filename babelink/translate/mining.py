@@ -9,13 +9,21 @@ Melamed 2000; 001 §2.2 takes translation pairs from dictionaries, this takes th
 Each foreign word keeps its best English words as senses, best first, so "hipertensión" renders
 as "hypertension" and "agudo" as "acute".
 
-Only scripts written with spaces are mined: names in Chinese, Japanese or Thai would first need
-the segmentation a lexicon is meant to provide. Stop words on either side are never paired.
+Chinese and Japanese names have no spaces to split words on, and the segmentation a lexicon is
+meant to provide is not there yet: their Han runs give every character n-gram of up to
+`MAX_HAN_CHARS` as a candidate word, and a katakana run is one word. Within a concept a character
+belongs to one linked word, so once "糖尿病" has taken "diabetes", its own "糖尿" cannot take
+"mellitus"; at equal association the longer n-gram links first. Thai, Lao, Khmer and Burmese
+words are longer than such n-grams and are not mined. One such word often names what English
+says in two ("糖尿病", *diabetes mellitus*), so a word linked to one English word takes the
+two-word phrase around it instead where the two nearly always come together. Stop words on either
+side are never paired.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import regex
@@ -26,9 +34,23 @@ from babelink.kb.base import KnowledgeBase
 from babelink.text import normalize_name
 from babelink.translate.lexicon import KNOWN_LANGUAGES, Lexicon, LexiconSource
 
-#: Names with any of these scripts are not mined (no spaces to split words on).
+#: Names with any of these scripts are not split on spaces.
 _UNSPACED = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}]")
+#: Scripts without spaces that are mined all the same: Han runs as n-grams, katakana runs whole.
+_HAN_RUN = regex.compile(r"\p{Han}+")
+_KATAKANA_RUN = regex.compile(r"[\p{Katakana}\u30FC]{2,}")
+_SOUTHEAST_ASIAN = regex.compile(r"[\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}]")
+#: Longest Han n-gram mined: Chinese and Japanese medical words are one to four characters.
+MAX_HAN_CHARS = 4
 _WORD = regex.compile(r"\p{L}")
+#: The key under which a concept's English two-word phrases are kept (offered to unspaced names only).
+_ENGLISH_PHRASES = "en phrases"
+#: Share of a foreign word's co-occurrences with an English word that must fall within one
+#: phrase around it for the phrase to be the sense (`_phrase_around`).
+PHRASE_SHARE = 0.9
+#: Where one concept's candidate word occurs in its names: (name number, first character, end).
+#: Empty for words of spaced names, which are whole tokens and cannot overlap.
+Occurrences = tuple[tuple[int, int, int], ...]
 #: The lexicon source's file name in the manifest.
 MINED = "mined from the KB's names"
 
@@ -44,12 +66,13 @@ class MiningParams:
 
 
 def mine_lexicon(kb: KnowledgeBase, params: MiningParams = MiningParams()) -> Lexicon:
-    """English senses of the words of every non-English language in `kb` with spaced names."""
+    """English senses of the words of every non-English language in `kb` (Thai, Lao, Khmer and
+    Burmese names left out)."""
     words_by_concept = _words_by_concept(kb)
     senses: dict[str, dict[str, tuple[str, ...]]] = {}
     sources = []
     digest = kb.content_hash()
-    for lang in sorted({lang for by_lang in words_by_concept.values() for lang in by_lang} - {"en"}):
+    for lang in sorted({lang for by_lang in words_by_concept.values() for lang in by_lang} - {"en", _ENGLISH_PHRASES}):
         entries = _mine_language(words_by_concept, lang, params)
         if entries:
             senses[lang] = entries
@@ -58,51 +81,94 @@ def mine_lexicon(kb: KnowledgeBase, params: MiningParams = MiningParams()) -> Le
     return Lexicon(senses, sources)
 
 
-def _words_by_concept(kb: KnowledgeBase) -> dict[str, dict[str, set[str]]]:
-    """concept → language → the content words of its names in that language."""
+def _words_by_concept(kb: KnowledgeBase) -> dict[str, dict[str, dict[str, Occurrences]]]:
+    """concept → language → the candidate words of its names in that language, each with where
+    it occurs when it is a Han n-gram."""
     stop_words = {lang: stopwordsiso.stopwords(lang) if stopwordsiso.has_lang(lang) else set()
                   for lang in kb.languages()}
-    words: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    words: dict[str, dict[str, dict[str, Occurrences]]] = defaultdict(lambda: defaultdict(dict))
+    unspaced_names: Counter[tuple[str, str]] = Counter()  # numbers each concept's Chinese or Japanese names
     names = kb.names
     for concept_id, name, lang in zip(names.column("concept_id").to_pylist(), names.column("name").to_pylist(),
                                       names.column("lang").to_pylist()):
-        if lang not in KNOWN_LANGUAGES or _UNSPACED.search(name):
+        if lang not in KNOWN_LANGUAGES or _SOUTHEAST_ASIAN.search(name):
             continue
-        words[concept_id][lang].update(word for word in normalize_name(name).split()
-                                       if len(word) > 1 and _WORD.search(word) and word not in stop_words[lang])
+        found = words[concept_id][lang]
+        normalized = normalize_name(name)
+        if not _UNSPACED.search(name):
+            tokens = normalized.split()
+            content = [len(word) > 1 and _WORD.search(word) is not None and word not in stop_words[lang]
+                       for word in tokens]
+            found.update((word, ()) for word, kept in zip(tokens, content) if kept)
+            if lang == "en":
+                words[concept_id][_ENGLISH_PHRASES].update((f"{tokens[at]} {tokens[at + 1]}", ())
+                                                            for at in range(len(tokens) - 1)
+                                                            if content[at] and content[at + 1])
+            continue
+        unspaced_names[concept_id, lang] += 1
+        for word, places in _unspaced_words(normalized, unspaced_names[concept_id, lang], stop_words[lang]).items():
+            found[word] = found.get(word, ()) + places
     return words
 
 
-def _mine_language(words_by_concept: dict[str, dict[str, set[str]]], lang: str,
+def _unspaced_words(normalized: str, number: int, stop_words: set[str]) -> dict[str, Occurrences]:
+    """The candidate words of a Chinese or Japanese name (the concept's name `number`): every
+    Han n-gram of up to `MAX_HAN_CHARS` that is not a stop word, and every katakana run."""
+    found: dict[str, Occurrences] = {}
+    for run in _HAN_RUN.finditer(normalized):
+        for start in range(run.start(), run.end()):
+            for end in range(start + 1, min(run.end(), start + MAX_HAN_CHARS) + 1):
+                gram = normalized[start:end]
+                if gram not in stop_words:
+                    found[gram] = found.get(gram, ()) + ((number, start, end),)
+    for run in _KATAKANA_RUN.finditer(normalized):
+        found.setdefault(run[0], ())
+    return found
+
+
+def _mine_language(words_by_concept: dict[str, dict[str, dict[str, Occurrences]]], lang: str,
                    params: MiningParams) -> dict[str, tuple[str, ...]]:
     """Competitive linking (Melamed 2000): within each concept, word pairs are linked one to one,
     strongest Dice first, so "agudo" in *infarto agudo del miocardio* links to "acute" once
     "infarto" and "miocardio" have taken "infarction" and "myocardial", although it co-occurs
-    with all three. A sense's score is the Dice coefficient of its links."""
-    aligned = [(by_lang[lang], by_lang["en"]) for by_lang in words_by_concept.values()
-               if by_lang.get(lang) and by_lang.get("en")]
+    with all three; a Han n-gram links only where none of its characters is taken, and takes the
+    English phrase around its word where it nearly always meets the phrase (`_phrase_around`).
+    A sense's score is the Dice coefficient of its links."""
+    aligned = []
+    for by_lang in words_by_concept.values():
+        if by_lang.get(lang) and by_lang.get("en"):
+            unspaced = any(by_lang[lang].values())
+            aligned.append((by_lang[lang], by_lang["en"], by_lang.get(_ENGLISH_PHRASES, {}) if unspaced else {}))
     foreign_counts: Counter[str] = Counter()
     english_counts: Counter[str] = Counter()
     together: Counter[tuple[str, str]] = Counter()
-    for foreign, english in aligned:
-        foreign_counts.update(foreign)
-        english_counts.update(english)
-        together.update((f, e) for f in foreign for e in english)
+    for foreign, english, phrases in aligned:
+        foreign_counts.update(foreign.keys())
+        english_counts.update([*english, *phrases])
+        together.update((f, e) for f in foreign for e in [*english, *phrases])
 
     def dice(pair: tuple[str, str], count: int) -> float:
         return 2 * count / (foreign_counts[pair[0]] + english_counts[pair[1]])
 
     links: Counter[tuple[str, str]] = Counter()
-    for foreign, english in aligned:
+    for foreign, english, phrases in aligned:
         pairs = sorted(((f, e) for f in foreign for e in english),
-                       key=lambda pair: (-dice(pair, together[pair]), pair))
+                       key=lambda pair: (-dice(pair, together[pair]), -len(pair[0]) * bool(foreign[pair[0]]), pair))
         taken_foreign: set[str] = set()
         taken_english: set[str] = set()
+        taken_chars: set[tuple[int, int]] = set()
         for f, e in pairs:
-            if f not in taken_foreign and e not in taken_english:
-                links[f, e] += 1
-                taken_foreign.add(f)
-                taken_english.add(e)
+            if f in taken_foreign or e in taken_english:
+                continue
+            free = [(n, start, end) for n, start, end in foreign[f]
+                    if not any((n, char) in taken_chars for char in range(start, end))]
+            if foreign[f] and not free:
+                continue
+            sense = _phrase_around(f, e, phrases, taken_english, foreign, together, dice)
+            links[f, sense] += 1
+            taken_foreign.add(f)
+            taken_english.update(sense.split())
+            taken_chars.update((n, char) for n, start, end in free for char in range(start, end))
     scored: dict[str, list[tuple[float, int, str]]] = defaultdict(list)
     for pair, count in links.items():
         if count >= params.min_concepts and (score := dice(pair, count)) >= params.min_dice:
@@ -111,13 +177,34 @@ def _mine_language(words_by_concept: dict[str, dict[str, set[str]]], lang: str,
             for foreign, found in sorted(scored.items())}
 
 
+def _phrase_around(foreign: str, word: str, phrases: Iterable[str], taken: set[str], others: Iterable[str],
+                   together: Counter[tuple[str, str]], dice: Callable[[tuple[str, str], int], float]) -> str:
+    """The concept's two-word English phrase around `word` that `foreign` meets in at least
+    `PHRASE_SHARE` of the concepts where it meets `word`, the most frequent such, when the
+    phrase's other word is free and no other foreign word of the concept (`others`, sharing no
+    character with `foreign`) is more associated with it; else `word`. "糖尿病" meets *mellitus*
+    only in *diabetes mellitus*, so it is rendered as the phrase; "高血压" meets *hypertension* in
+    many phrases, and "抵抗性" leaves *insulin* to "インスリン"."""
+    best, best_count = word, PHRASE_SHARE * together[foreign, word]
+    for phrase in phrases:
+        first, second = phrase.split()
+        other = second if first == word else first if second == word else None
+        if other is None or other in taken or together[foreign, phrase] < best_count:
+            continue
+        own = dice((foreign, other), together[foreign, other])
+        rivals = (rival for rival in others if not set(rival) & set(foreign))
+        if all(dice((rival, other), together[rival, other]) <= own for rival in rivals):
+            best, best_count = phrase, together[foreign, phrase]
+    return best
+
+
 def lexicon_with_mined(lexicon: Lexicon | None, kb: KnowledgeBase, params: MiningParams = MiningParams()) -> Lexicon:
     """`lexicon`'s senses first and the KB-mined ones after them, per language (`build
     --translations-from-kb`): a user's dictionary leads, the KB fills its gaps."""
     mined = mine_lexicon(kb, params)
     if not mined.languages:
-        raise BabelinkError("--translations-from-kb: the KB names no concept in English and in another language "
-                            "written with spaces; there is nothing to mine a lexicon from")
+        raise BabelinkError("--translations-from-kb: the KB names no concept both in English and in another "
+                            "language babelink mines; there is nothing to mine a lexicon from")
     if lexicon is None:
         return mined
     senses = {}
