@@ -11,13 +11,12 @@ as "hypertension" and "agudo" as "acute".
 
 Chinese and Japanese names have no spaces to split words on, and the segmentation a lexicon is
 meant to provide is not there yet: their Han runs give every character n-gram of up to
-`MAX_HAN_CHARS` as a candidate word, and a katakana run is one word. Within a concept a character
-belongs to one linked word, so once "糖尿病" has taken "diabetes", its own "糖尿" cannot take
-"mellitus"; at equal association the longer n-gram links first. Thai, Lao, Khmer and Burmese
-words are longer than such n-grams and are not mined. One such word often names what English
-says in two ("糖尿病", *diabetes mellitus*), so a word linked to one English word takes the
-two-word phrase around it instead where the two nearly always come together. Stop words on either
-side are never paired.
+`MAX_HAN_CHARS` as a candidate word, and a katakana run is one word. One such word often names
+what English says in two, so a word linked to one English word takes the two-word phrase around
+it where the two nearly always come together ("糖尿病", *diabetes mellitus*). Within a concept a
+character belongs to one linked word, so once "糖尿病" has its sense, its own "糖尿" takes none;
+at equal association the longer n-gram links first. Thai, Lao, Khmer and Burmese words are longer
+than such n-grams and are not mined. Stop words on either side are never paired.
 """
 
 from __future__ import annotations
