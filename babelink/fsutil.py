@@ -22,17 +22,35 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 
+#: The staging and retired directories this process made: a leftover that carries this process's
+#: id but is not among them was left by an earlier process of the same id (containers reuse ids).
+_OWN_DIRECTORIES: set[Path] = set()
+
+
 def staging_directory(target: Path) -> Path:
     """A new empty sibling of `target` to build it in (`.NAME.PID.random`), after removing the
     staging and retired directories that builds of `target` left when they were killed (their
     process is gone), which can hold a whole bundle each."""
+    _remove_leftovers(target)
+    return _own_sibling(target, "")
+
+
+def _remove_leftovers(target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     prefix = f".{target.name}."
     for leftover in target.parent.glob(f"{glob.escape(prefix)}*"):
-        pid = leftover.name[len(prefix) :].removeprefix("old-").split(".")[0]
-        if pid.isdigit() and int(pid) != os.getpid() and not _running(int(pid)) and leftover.is_dir():
+        pid = leftover.name[len(prefix) :].removeprefix("old-").removeprefix("init-").split(".")[0]
+        if pid.isdigit() and leftover.is_dir() and leftover not in _OWN_DIRECTORIES and (
+            int(pid) == os.getpid() or not _running(int(pid))
+        ):
             shutil.rmtree(leftover, ignore_errors=True)
-    return Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}.", dir=target.parent))
+
+
+def _own_sibling(target: Path, kind: str) -> Path:
+    """A new empty directory `.NAME.KINDPID.random` beside `target`, remembered as this process's."""
+    made = Path(tempfile.mkdtemp(prefix=f".{target.name}.{kind}{os.getpid()}.", dir=target.parent))
+    _OWN_DIRECTORIES.add(made)
+    return made
 
 
 def _running(pid: int) -> bool:
@@ -56,8 +74,8 @@ def replace_directory(staging: Path, out: Path) -> None:
         except OSError:
             if not out.exists():
                 raise
-    retired = out.with_name(f".{out.name}.old-{os.getpid()}")
-    out.rename(retired)
+    retired = _own_sibling(out, "old-")
+    out.rename(retired)  # onto the empty directory just made: a name no other build holds
     staging.rename(out)
     shutil.rmtree(retired, ignore_errors=True)
 
@@ -71,6 +89,19 @@ def write_directory(target: Path, write: Callable[[Path], None]) -> None:
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+
+
+@contextlib.contextmanager
+def initial_directory(target: Path) -> Iterator[Path]:
+    """A temporary sibling of `target` for the untrained model a training run starts from, removed
+    after: `target` itself is replaced only by the trained model, so a run that fails or is killed
+    leaves the model that was there before."""
+    _remove_leftovers(target)
+    start = _own_sibling(target, "init-")
+    try:
+        yield start
+    finally:
+        shutil.rmtree(start, ignore_errors=True)
 
 
 def write_text_atomic(path: Path, text: str) -> None:

@@ -23,9 +23,10 @@ import torch
 from babelink.batching import batched
 from babelink.checkpoint import load_pretrained, write_settings
 from babelink.detect.overlaps import resolve_overlaps
+from babelink.errors import InvalidInputError
 from babelink.eval.metrics import span_scores
 from babelink.formats.document import Document
-from babelink.fsutil import write_directory
+from babelink.fsutil import initial_directory, write_directory
 from babelink.kb.augment import gold_resolver
 from babelink.link.context_filter import SETTINGS_FILE, ContextFilter, FilterSettings, filter_window
 from babelink.link.documents import DocumentLinker, Proposal
@@ -101,8 +102,12 @@ def train_filter(init: str | Path, examples: Sequence[FilterExample], out: str |
                  progress: Callable[[int, int, float], None] | None = None) -> ContextFilter:
     """Fine-tune a sequence classifier from the encoder checkpoint `init`; `out` is written
     atomically. `progress(step, total_steps, loss)` is called after every step."""
+    if not examples:
+        raise InvalidInputError("the linker proposed no span in the training documents: nothing to learn from "
+                                "(are they all used for dictionary fine-tuning?)")
     if not any(e.label for e in examples) or all(e.label for e in examples):
-        raise ValueError("filter training needs both relevant and irrelevant proposals; check the training documents")
+        raise InvalidInputError("filter training needs both relevant and irrelevant proposals; "
+                                "check the training documents")
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     out = Path(out)
@@ -117,9 +122,10 @@ def train_filter(init: str | Path, examples: Sequence[FilterExample], out: str |
         AutoTokenizer.from_pretrained(init, local_files_only=True).save_pretrained(staging)
         write_settings(staging, SETTINGS_FILE, settings)
 
-    write_directory(out, initialise)
-    context_filter = ContextFilter(out)
-    _fit(context_filter, examples, config, progress)
+    with initial_directory(out) as start:
+        initialise(start)
+        context_filter = ContextFilter(start)
+        _fit(context_filter, examples, config, progress)
     write_directory(out, lambda staging: _save(context_filter, staging))
     return ContextFilter(out)
 

@@ -33,7 +33,7 @@ from babelink.detect.tokenize import Token, tokenize
 from babelink.errors import InvalidInputError
 from babelink.eval.metrics import span_scores
 from babelink.formats.document import Annotation, Document
-from babelink.fsutil import write_directory
+from babelink.fsutil import initial_directory, write_directory
 from babelink.train.optim import train_epochs
 
 #: The type of annotations whose reader gives none.
@@ -115,9 +115,10 @@ def train_ner(init: str | Path, documents: Sequence[Document], out: str | Path,
         model = NerTagger(load_pretrained(init), settings.labels)
         save_tagger(staging, AutoTokenizer.from_pretrained(init, local_files_only=True), model, settings)
 
-    write_directory(out, initialise)
-    detector = NerDetector(out)
-    _fit(detector, examples(detector, documents, config.types), config, progress)
+    with initial_directory(out) as start:
+        initialise(start)
+        detector = NerDetector(start)
+        _fit(detector, examples(detector, documents, config.types), config, progress)
     write_directory(out, detector.save)
     return NerDetector(out)
 

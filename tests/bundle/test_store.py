@@ -8,6 +8,7 @@ from support import babelink
 
 from babelink.bundle.store import MANIFEST, build_bundle, load_bundle
 from babelink.errors import BundleError, InvalidInputError
+from babelink.fsutil import staging_directory
 from babelink.kb.base import KnowledgeBaseBuilder
 from babelink.link.documents import LinkParams
 from babelink.link.linker import Linker
@@ -189,9 +190,11 @@ def test_loads_during_in_place_rebuilds_see_one_build(tmp_path):
 
 def test_a_build_removes_what_killed_builds_left_behind(kb, tmp_path):
     dead = 2**22 + 12345  # above the default pid_max: no such process
-    for leftover in (f".bundle.{dead}.x1y2", f".bundle.old-{dead}"):
+    # the last two: an earlier process with this one's id (containers reuse process ids)
+    for leftover in (f".bundle.{dead}.x1y2", f".bundle.old-{dead}", f".bundle.{os.getpid()}.zz",
+                     f".bundle.old-{os.getpid()}"):
         (tmp_path / leftover / "kb").mkdir(parents=True)
-    running = tmp_path / f".bundle.{os.getpid()}.zz"  # a build in progress in this process is left alone
-    running.mkdir()
+    running = staging_directory(tmp_path / "bundle")  # a build in progress in this process is left alone
     build_bundle(kb, tmp_path / "bundle", retriever="sparse")
+    build_bundle(kb, tmp_path / "bundle", retriever="sparse")  # replacing: its retired directory is its own
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["bundle", running.name])

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from babelink.bundle.store import build_bundle
-from babelink.errors import BabelinkError
+from babelink.errors import BabelinkError, InvalidInputError
 from babelink.formats.document import Annotation, Document
 from babelink.kb.base import KnowledgeBaseBuilder
 from babelink.link.context_filter import SETTINGS_FILE, ContextFilter, FilterSettings, filter_window
@@ -115,9 +115,26 @@ def test_fit_filter_trains_tunes_and_leaves_the_linker_alone(linker, contextual_
 
 
 def test_training_needs_both_labels(tiny_encoder_dir, tmp_path):
-    with pytest.raises(ValueError, match="both relevant and irrelevant"):
+    with pytest.raises(InvalidInputError, match="both relevant and irrelevant"):
         filter_training.train_filter(tiny_encoder_dir, [filter_training.FilterExample("a", "b", 1)], tmp_path / "f")
+    with pytest.raises(InvalidInputError, match="no span"):
+        filter_training.train_filter(tiny_encoder_dir, [], tmp_path / "f")
     assert not (tmp_path / "f").exists()
+
+
+def test_an_interrupted_training_leaves_the_filter_that_was_there(linker, contextual_encoder_dir, tmp_path):
+    examples = filter_training.filter_examples(linker.documents, DOCUMENTS, lambda c: c, window=1)
+    config = filter_training.FilterTrainingConfig(window=1, epochs=1, batch_size=8)
+    before = filter_training.train_filter(contextual_encoder_dir, examples, tmp_path / "filter", config)
+
+    def interrupt(step, total, loss):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        filter_training.train_filter(contextual_encoder_dir, examples, tmp_path / "filter", config, interrupt)
+    probe = (["had «asthma»"], ["asthma"])
+    assert np.allclose(ContextFilter(tmp_path / "filter").probabilities(*probe), before.probabilities(*probe))
+    assert [p.name for p in tmp_path.iterdir()] == ["filter"]
 
 
 def test_bad_filter_directories(tmp_path):
