@@ -69,8 +69,9 @@ def update_bundle(path: str | Path, additions: KnowledgeBase, out: str | Path | 
     staging = staging_directory(out)
     try:
         shutil.copytree(bundle.path, staging, dirs_exist_ok=True)
-        for part in ("kb", "names"):
-            shutil.rmtree(staging / part)
+        rewritten = ("kb", "names", "sparse", *(("dense",) if encoder is not None else ()))
+        for part in rewritten:  # no file of the old layout stays beside the new files
+            shutil.rmtree(staging / part, ignore_errors=True)
             (staging / part).mkdir()
         save_kb(merged, staging / "kb")
         names.save(staging / "names")

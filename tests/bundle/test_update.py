@@ -6,11 +6,14 @@ import json
 import shutil
 
 import pytest
+import scipy.sparse as sp
 from support import babelink
 
+from babelink.bundle.integrity import file_records
 from babelink.bundle.store import MANIFEST, build_bundle, load_bundle
 from babelink.bundle.update import update_bundle
 from babelink.errors import BundleError
+from babelink.index.sparse import LEGACY_MATRIX_FILE, TfidfNameIndex
 from babelink.kb.base import KnowledgeBaseBuilder
 from babelink.link.linker import Linker
 
@@ -62,6 +65,20 @@ def test_cli_update_in_place_and_its_errors(tmp_path):
     assert babelink("update", "--bundle", bundle, "--add", good).returncode == 0
     found = json.loads(babelink("normalize", "--bundle", bundle, "--top-k", "1", "heart attack").stdout)
     assert found["candidates"][0]["id"] == "C1" and found["candidates"][0]["matched_name"] == "Heart attack"
+
+
+def test_a_bundle_with_the_legacy_sparse_matrix_updates_to_the_current_layout(tmp_path):
+    path = build_bundle(knowledge_base(BASE), tmp_path / "b", retriever="sparse")
+    sparse = path / "sparse"
+    sp.save_npz(sparse / LEGACY_MATRIX_FILE, TfidfNameIndex.load(sparse).matrix, compressed=False)
+    for stored in sparse.glob("tfidf_*.npy"):
+        stored.unlink()
+    manifest = json.loads((path / MANIFEST).read_text())
+    manifest.update(file_records(path, (f for f in path.rglob("*") if f.is_file() and f.name != MANIFEST)))
+    (path / MANIFEST).write_text(json.dumps(manifest))
+    update_bundle(path, knowledge_base(ADDED))
+    assert not (sparse / LEGACY_MATRIX_FILE).exists()
+    assert Linker.open(path).normalize("gout", top_k=1)[0].concept_id == "C4"
 
 
 def test_an_update_with_another_encoder_is_refused(tmp_path, tiny_encoder_dir):
