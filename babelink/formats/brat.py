@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
-from babelink.errors import InputFormatError
+from babelink.errors import InputFormatError, InvalidInputError
 from babelink.formats.document import Annotation, Document
 from babelink.fsutil import write_text_atomic
 from babelink.kb.io import iter_lines, read_text_file
@@ -85,7 +85,7 @@ def write_brat(document: Document, directory: str | Path) -> Path:
     AnnotatorNotes line. The reader recovers ids of the shapes `_ID_TOKEN` accepts; others (a bare
     `C123456` MeSH supplementary id, a bare number) are written but read back as free text.
     """
-    txt_path = Path(directory) / f"{document.id}.txt"
+    txt_path = Path(directory) / f"{_file_stem(document.id)}.txt"
     ann_lines = []
     for number, annotation in enumerate(document.annotations, start=1):
         spans = annotation.fragments or ((annotation.start, annotation.end),)
@@ -98,6 +98,16 @@ def write_brat(document: Document, directory: str | Path) -> Path:
     write_text_atomic(txt_path, document.text)
     write_text_atomic(txt_path.with_suffix(".ann"), "".join(ann_lines))
     return txt_path
+
+
+def _file_stem(doc_id: str) -> str:
+    """`doc_id` as a path under the output directory (`sub/doc` as the reader gives nested files);
+    an id that would name a file elsewhere, or no file, is refused rather than followed."""
+    parts = doc_id.split("/")
+    if not doc_id or "\0" in doc_id or any(part in ("", ".", "..") for part in parts):
+        raise InvalidInputError(f"document id {doc_id!r} cannot be a file name under the brat output directory "
+                                f"(empty, absolute, '.' or '..' parts, or a NUL): give the documents other ids")
+    return doc_id
 
 
 def _parse_mention(line: str, text: str, path: Path, number: int) -> tuple[str, Annotation]:

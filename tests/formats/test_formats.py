@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from babelink.errors import InputFormatError
+from babelink.errors import InputFormatError, InvalidInputError
 from babelink.formats.brat import iter_brat, read_brat_document, write_brat
 from babelink.formats.document import Annotation, Document, NormalizationQuery, mentions_from_documents
 from babelink.formats.pubtator import iter_pubtator, write_pubtator
@@ -246,6 +246,18 @@ def test_write_brat_round_trips_ids_of_any_kb(tmp_path):
         3
     ] == "#2\tAnnotatorNotes T2\tHP:0001250 MESH:D012640"
     assert read_brat_document(tmp_path / "d.txt") == document
+
+
+@pytest.mark.parametrize("doc_id", ["/etc/x", "../x", "a/../../x", "a//b", "", "x\0y", "."])
+def test_write_brat_refuses_ids_that_name_no_file_under_the_directory(tmp_path, doc_id):
+    with pytest.raises(InvalidInputError, match="cannot be a file name"):
+        write_brat(Document(doc_id, "text"), tmp_path / "out")
+    assert not any(tmp_path.rglob("*.txt"))
+
+
+def test_write_brat_keeps_nested_ids_as_the_reader_gives_them(tmp_path):
+    write_brat(Document("sub/doc.1", "text"), tmp_path)
+    assert [d.id for d in iter_brat(tmp_path, recursive=True)] == ["sub/doc.1"]
 
 
 @pytest.mark.parametrize(
