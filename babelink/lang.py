@@ -49,8 +49,9 @@ def check_language(code: str | None, field: str = "lang") -> str | None:
     return to_iso(code)
 
 
-def parse_languages(codes: list[str] | tuple[str, ...] | None) -> frozenset[str] | None:
-    """`--lang es --lang ENG` or `--lang es,en` → {"es", "en"}; None or empty means every language."""
+def parse_languages(codes: list[str] | tuple[str, ...] | None, field: str = "--lang") -> frozenset[str] | None:
+    """`--lang es --lang ENG` or `--lang es,en` → {"es", "en"}; None or empty means every language;
+    a part that is not a code is an error naming `field` (`check_language`)."""
     if not codes:
         return None
-    return frozenset(to_iso(part) for code in codes for part in code.split(",") if part.strip())
+    return frozenset(check_language(part, field) for code in codes for part in code.split(",") if part.strip())

@@ -50,6 +50,8 @@ def test_language_codes():
     assert to_iso("SPA") == "es" and to_iso("es") == "es" and to_iso("NNA") == "nna"
     assert parse_languages(["es,ENG", "zh"]) == frozenset({"es", "en", "zh"})
     assert parse_languages(None) is None
+    with pytest.raises(InvalidInputError, match="--lang: 'english' is not a language code"):
+        parse_languages(["english,es"])
 
 
 @pytest.mark.parametrize(("given", "expected"), [

@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 from babelink.errors import InvalidInputError
 from babelink.index.names import NameTable
 from babelink.kb.base import KnowledgeBase
-from babelink.lang import to_iso
+from babelink.lang import parse_languages
 
 
 @dataclass(frozen=True)
@@ -38,10 +38,9 @@ class NameFilter:
     def of(cls, types: Iterable[str] | None = None, sources: Iterable[str] | None = None,
            langs: Iterable[str] | None = None) -> NameFilter:
         """From option values, each a list of codes or comma-separated codes."""
-        def codes(values, convert=str.strip):
-            found = frozenset(convert(part) for value in values or () for part in value.split(",") if part.strip())
-            return found or None
-        return cls(codes(types), codes(sources), codes(langs, lambda code: to_iso(code.strip())))
+        def codes(values):
+            return frozenset(part.strip() for value in values or () for part in value.split(",") if part.strip()) or None
+        return cls(codes(types), codes(sources), parse_languages(list(langs or ()), "langs"))
 
     def __bool__(self) -> bool:
         return any(field is not None for field in (self.types, self.sources, self.langs))
