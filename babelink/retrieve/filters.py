@@ -39,7 +39,8 @@ class NameFilter:
            langs: Iterable[str] | None = None) -> NameFilter:
         """From option values, each a list of codes or comma-separated codes."""
         def codes(values):
-            return frozenset(part.strip() for value in values or () for part in value.split(",") if part.strip()) or None
+            found = frozenset(part.strip() for value in values or () for part in value.split(",") if part.strip())
+            return found or None
         return cls(codes(types), codes(sources), parse_languages(list(langs or ()), "langs"))
 
     def __bool__(self) -> bool:
