@@ -83,8 +83,6 @@ def read_mentions(path: str) -> Iterator[tuple[int, str, str]]:
                                                      'and an optional "context" string')
         elif name.endswith(".tsv"):
             line = line.split("\t", 1)[0]
-        if not line.strip():
-            raise InputFormatError(name, number, "empty mention")
         yield number, line, expand_abbreviations(line, abbreviation_map(context)) if context else line
 
 

@@ -79,7 +79,7 @@ def test_codes_keeps_the_vocabularies_asked_for_in_their_order(bundle):
         ),
         (["normalize", "--bundle", "{tmp}/missing", "asthma"], None, "no such bundle directory"),
         (["normalize", "--bundle", "{bundle}", "--input", "{tmp}/absent.txt"], None, "absent.txt: no such file"),
-        (["normalize", "--bundle", "{bundle}", "--input", "-"], "asthma\n\nfever\n", "<stdin>:2: empty mention"),
+        (["normalize", "--bundle", "{bundle}", "--input", "-"], "asthma\n\nfever\n", "<stdin>:2: mention '' is empty"),
         (["build", "--kb", "{tmp}/bad.RRF", "--out", "{tmp}/b"], None, "bad.RRF:1: invalid UTF-8"),
         (["build", "--kb", "{tmp}/absent.RRF", "--out", "{tmp}/b"], None, "absent.RRF: no such file"),
         (
@@ -253,13 +253,13 @@ def test_top_k_beyond_the_cap_is_a_clear_error(bundle):
 
 def test_an_unusable_mention_is_named_by_its_line_or_skipped(bundle, tmp_path):
     source = tmp_path / "mentions.jsonl"
-    source.write_text('"asthma"\n"\\ud800"\n"---"\n"diabetes mellitus"\n')
+    source.write_text('"asthma"\n"\\ud800"\n"---"\n""\n"diabetes mellitus"\n')
     result = babelink("normalize", "--bundle", bundle, "--input", source)
     assert result.returncode != 0 and f"{source}:2: mention" in result.stderr and "--skip-invalid" in result.stderr
     result = babelink("normalize", "--bundle", bundle, "--input", source, "--skip-invalid")
     assert result.returncode == 0, result.stderr
     records = [json.loads(line) for line in result.stdout.splitlines()]
-    assert [r.get("line") for r in records] == [None, 2, 3, None]
-    assert records[0]["candidates"] and records[3]["candidates"][0]["id"] == "C0011849"
+    assert [r.get("line") for r in records] == [None, 2, 3, 4, None]  # a blank mention is skipped too
+    assert records[0]["candidates"] and records[4]["candidates"][0]["id"] == "C0011849"
     assert "not valid Unicode" in records[1]["error"] and "empty after normalisation" in records[2]["error"]
     assert f"{source}:3: skipped" in result.stderr
