@@ -89,7 +89,7 @@ def normalize(
             parts = None
             best = item.candidates[0].score if item.candidates else None
             if item.error is None and ngram_threshold is not None and (best is None or best < ngram_threshold):
-                parts = linker.search_ngrams(item.mention, ngram_threshold, top_k)
+                parts = linker.search_ngrams(item.searched, ngram_threshold, top_k, lang)
             # an unusable mention may hold a lone surrogate: JSON escapes it
             record = item.record(linker.bundle.provenance, parts)
             out.write(json.dumps(record, ensure_ascii=item.error is not None) + "\n")

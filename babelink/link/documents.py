@@ -209,7 +209,7 @@ class DocumentLinker:
                         )
                     )
                 elif self.detector is not None and key[0]:
-                    proposals[index] += self._linked_ngrams(span, offset, detector, stopwords)
+                    proposals[index] += self._linked_ngrams(span, offset, detector, stopwords, key[2])
 
     def _links(self, candidates: list[Candidate]) -> bool:
         """Whether a span whose ranked concepts are `candidates` is a mention of the first."""
@@ -250,11 +250,14 @@ class DocumentLinker:
         guessed = guess_language(text, tokens, self.languages)
         return guessed, guessed if guessed in self.languages else None
 
-    def _linked_ngrams(self, span: Span, offset: int, detector: str, stopwords: frozenset[str]) -> list[Proposal]:
-        parts = ngram_search(self.ranker, span.text, self.params.link_threshold, self.params.top_k, stopwords)
+    def _linked_ngrams(self, span: Span, offset: int, detector: str, stopwords: frozenset[str],
+                       lang: str | None) -> list[Proposal]:
+        """The parts of a detected span that links as a whole to nothing, each decided as a span is."""
+        parts = ngram_search(self.ranker, span.text, self.params.link_threshold, self.params.top_k, stopwords, lang)
+        found = self._calibrated([_search_key(part.text, lang) for part in parts], [part.candidates for part in parts])
         return [Proposal(span.start + offset + part.start, span.start + offset + part.end, part.text, part.text,
-                         part.candidates, None, f"{detector}+ngrams") for part in parts
-                if not is_modifier(part.candidates[0].concept_id, self.concept_types, self.params.modifier_types)]
+                         candidates, None, f"{detector}+ngrams")
+                for part, candidates in zip(parts, found) if self._links(candidates)]
 
 
 def _search_key(text: str, lang: str | None) -> SearchKey:

@@ -251,12 +251,13 @@ class Linker:
         linker = DualLinker(self.model, self.bundle, replace(self.link_params, top_k=top_k), self.name_filter)
         return linker.disambiguate(documents)
 
-    def search_ngrams(self, mention: str, threshold: float, top_k: int = 5) -> list[LinkedPart]:
+    def search_ngrams(self, mention: str, threshold: float, top_k: int = 5,
+                      lang: str | None = None) -> list[LinkedPart]:
         """The mention's linked parts by the n-gram search loop (002 §4.4.1): the whole mention
         when its best concept scores at least `threshold`, else its best-scoring n-grams."""
         normalized_mention(mention)  # validates
         check_top_k(top_k)
-        return ngram_search(self.generator, mention, threshold, top_k)
+        return ngram_search(self.generator, mention, threshold, top_k, lang=check_language(lang))
 
     def _normalize_batch(self, mentions: Sequence[str], top_k: int, lang: str | None) -> list[list[Candidate]]:
         """Each distinct normalised string is searched once per batch: repeats are common in corpora."""

@@ -251,3 +251,17 @@ def test_ngram_search_links_the_parts_of_an_unmatched_mention(kb, tmp_path):
     [whole] = linker.search_ngrams("Asthma", threshold=0.95)
     assert (whole.start, whole.end, whole.candidates[0].concept_id) == (0, 6, "MESH:D001249")
     assert linker.search_ngrams("zzz qqq", threshold=0.95) == []
+
+
+def test_ngram_search_reads_scripts_without_spaces_and_stops_at_punctuation(tmp_path):
+    builder = KnowledgeBaseBuilder()
+    for concept_id, name, lang in (("D1", "糖尿病", "zh"), ("D2", "高血压", "zh"), ("D3", "pain", "en"),
+                                   ("D4", "pain relief", "en")):
+        builder.add_name(concept_id, name, lang=lang)
+    linker = Linker(load_bundle(build_bundle(builder.build(), tmp_path / "b", retriever="sparse")))
+    mention = "糖尿病和高血压"
+    parts = linker.search_ngrams(mention, threshold=0.95, top_k=1, lang="zh")
+    assert [(p.start, p.end, p.text, p.candidates[0].concept_id) for p in parts] == [
+        (0, 3, "糖尿病", "D1"), (4, 7, "高血压", "D2")]
+    # "pain. Relief came" holds no mention of "pain relief": the full stop is a barrier
+    assert [p.text for p in linker.search_ngrams("pain. Relief came", threshold=0.95)] == ["pain"]
