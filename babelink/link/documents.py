@@ -32,7 +32,7 @@ from babelink.link.context_filter import ContextFilter, filter_window
 from babelink.link.mentions import LinkedDocument, LinkedMention
 from babelink.link.modifiers import MODIFIER_TYPES, is_modifier
 from babelink.link.ngram_search import ngram_search
-from babelink.retrieve.calibration import Calibration, check_probability
+from babelink.retrieve.calibration import LOOKAHEAD, Calibration, check_probability
 from babelink.retrieve.candidate import Candidate, CandidateGenerator, check_top_k
 from babelink.retrieve.translation import TranslatingGenerator
 from babelink.text import normalize_name, written_in_capitals
@@ -190,7 +190,7 @@ class DocumentLinker:
         floor = self.params.recall_threshold if self.detector is None else float("-inf")
         recall = [candidates[0].score if candidates else 0.0 for candidates in _generate(self.recall, keys, 1)]
         kept = [key for key, score in zip(keys, recall) if score >= floor]
-        ranked = dict(zip(kept, self._calibrated(kept, _generate(self.ranker, kept, self.params.top_k))))
+        ranked = dict(zip(kept, self._calibrated(kept, self._ranked(kept))))
         searches.update((key, (score, ranked.get(key))) for key, score in zip(keys, recall))
         detector = "spans" if self.detector is None else self.detector.name
         for index, offset, stopwords, spans in per_segment:
@@ -218,11 +218,17 @@ class DocumentLinker:
                 and (best.probability is None or best.probability >= self.params.min_probability)
                 and not is_modifier(best.concept_id, self.concept_types, self.params.modifier_types))
 
+    def _ranked(self, keys: list[SearchKey]) -> list[list[Candidate]]:
+        """The ranker's candidates, with `LOOKAHEAD` more where they will be calibrated."""
+        return _generate(self.ranker, keys, self.params.top_k + (LOOKAHEAD if self.calibration is not None else 0))
+
     def _calibrated(self, keys: list[SearchKey], found: list[list[Candidate]]) -> list[list[Candidate]]:
-        """Candidates with the `link` model's probability that their span is a mention of them."""
+        """The first `top_k` candidates, with the `link` model's probability that their span is a
+        mention of them."""
         if self.calibration is None:
             return found
-        return [self.calibration.annotate("link", key[0], candidates) for key, candidates in zip(keys, found)]
+        return [self.calibration.annotate("link", key[0], candidates)[: self.params.top_k]
+                for key, candidates in zip(keys, found)]
 
     def _spans(self, segments) -> list[tuple[str | None, frozenset[str], list[Span]]]:
         """Each segment's language to search in (`_languages`), stop words and candidate spans:
@@ -253,7 +259,8 @@ class DocumentLinker:
     def _linked_ngrams(self, span: Span, offset: int, detector: str, stopwords: frozenset[str],
                        lang: str | None) -> list[Proposal]:
         """The parts of a detected span that links as a whole to nothing, each decided as a span is."""
-        parts = ngram_search(self.ranker, span.text, self.params.link_threshold, self.params.top_k, stopwords, lang)
+        depth = self.params.top_k + (LOOKAHEAD if self.calibration is not None else 0)
+        parts = ngram_search(self.ranker, span.text, self.params.link_threshold, depth, stopwords, lang)
         found = self._calibrated([_search_key(part.text, lang) for part in parts], [part.candidates for part in parts])
         return [Proposal(span.start + offset + part.start, span.start + offset + part.end, part.text, part.text,
                          candidates, None, f"{detector}+ngrams")

@@ -21,7 +21,7 @@ from babelink.link.documents import DocumentLinker, LinkParams
 from babelink.link.mentions import LinkedDocument
 from babelink.link.modifiers import concept_types
 from babelink.link.ngram_search import LinkedPart, ngram_search
-from babelink.retrieve.calibration import CALIBRATION_FILE, Calibration, Calibrator, check_probability
+from babelink.retrieve.calibration import CALIBRATION_FILE, LOOKAHEAD, Calibration, Calibrator, check_probability
 from babelink.retrieve.candidate import Candidate, CandidateGenerator, check_top_k, code_vocabularies
 from babelink.retrieve.factory import generator_for
 from babelink.retrieve.filters import NameFilter
@@ -263,10 +263,11 @@ class Linker:
         """Each distinct normalised string is searched once per batch: repeats are common in corpora."""
         keys = [(normalized_mention(mention), written_in_capitals(mention)) for mention in mentions]
         unique = list(dict.fromkeys(keys))
-        found = self.generator.generate([text for text, _ in unique], top_k, [capitals for _, capitals in unique],
+        depth = top_k if self.calibration is None else top_k + LOOKAHEAD
+        found = self.generator.generate([text for text, _ in unique], depth, [capitals for _, capitals in unique],
                                         [lang] * len(unique))
         if self.calibration is not None:
-            found = [self.calibration.annotate("normalize", text, candidates)
+            found = [self.calibration.annotate("normalize", text, candidates)[:top_k]
                      for (text, _), candidates in zip(unique, found)]
         answers = dict(zip(unique, found))
         return [answers[key] for key in keys]

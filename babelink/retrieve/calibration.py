@@ -37,6 +37,10 @@ SCORE_KNOTS = (0.85, 0.9, 0.95, 0.97, 0.98, 0.99, 0.995)
 FEATURES = ("score", *(f"score_above_{knot}" for knot in SCORE_KNOTS), "gap_to_best", "margin_to_next", "is_best",
             "dense", "sparse", "translated", "spans", "exact", "log_length", "kb_script_share")
 KINDS = ("normalize", "link")
+#: Candidates beyond the last one asked for that are searched for the features' sake: the last
+#: candidate's `margin_to_next` reads the score after it, so a candidate's probability does not
+#: depend on how many candidates a caller asks for.
+LOOKAHEAD = 1
 #: The shipped calibrator (a package resource), and a bundle's own under the same name.
 CALIBRATION_FILE = "calibration.json"
 

@@ -75,6 +75,16 @@ def test_every_candidate_has_a_probability_and_nil_below_the_minimum(bundle):
         linker.normalize("asthma", min_probability=1.5)
 
 
+def test_a_candidates_probability_does_not_depend_on_how_many_are_asked_for(bundle):
+    linker = Linker.open(bundle)
+    for mention in ("heart attack", "asthmatic", "diabetes"):
+        by_depth = [{c.concept_id: c.probability for c in linker.normalize(mention, top_k=k)} for k in (1, 2, 3)]
+        for fewer, more in zip(by_depth, by_depth[1:]):
+            assert all(more[concept] == pytest.approx(p) for concept, p in fewer.items())
+    link = [Linker.open(bundle, top_k=k, min_probability=0).link("He had a heart attack.").mentions for k in (1, 3)]
+    assert [m.concept.probability for m in link[0]] == pytest.approx([m.concept.probability for m in link[1]])
+
+
 def test_probability_in_cli_jsonl_and_bioc(bundle, tmp_path):
     normalized = babelink("normalize", "--bundle", bundle, "heart attack")
     assert 0 <= json.loads(normalized.stdout)["candidates"][0]["probability"] <= 1
