@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 
 import numpy as np
 import pytest
@@ -79,7 +80,7 @@ def test_a_candidates_probability_does_not_depend_on_how_many_are_asked_for(bund
     linker = Linker.open(bundle)
     for mention in ("heart attack", "asthmatic", "diabetes"):
         by_depth = [{c.concept_id: c.probability for c in linker.normalize(mention, top_k=k)} for k in (1, 2, 3)]
-        for fewer, more in zip(by_depth, by_depth[1:]):
+        for fewer, more in pairwise(by_depth):
             assert all(more[concept] == pytest.approx(p) for concept, p in fewer.items())
     link = [Linker.open(bundle, top_k=k, min_probability=0).link("He had a heart attack.").mentions for k in (1, 3)]
     assert [m.concept.probability for m in link[0]] == pytest.approx([m.concept.probability for m in link[1]])
