@@ -22,7 +22,13 @@ from babelink.link.mentions import LinkedDocument
 from babelink.link.modifiers import concept_types
 from babelink.link.ngram_search import LinkedPart, ngram_search
 from babelink.retrieve.calibration import CALIBRATION_FILE, LOOKAHEAD, Calibration, Calibrator, check_probability
-from babelink.retrieve.candidate import Candidate, CandidateGenerator, check_top_k, code_vocabularies
+from babelink.retrieve.candidate import (
+    Candidate,
+    CandidateGenerator,
+    check_top_k,
+    code_vocabularies,
+    vocabulary_name,
+)
 from babelink.retrieve.factory import generator_for
 from babelink.retrieve.filters import NameFilter
 
@@ -190,7 +196,8 @@ class Linker:
         """`wanted` vocabularies (each a name or comma-separated names), in order, checked against
         those the bundle's concepts have codes in: one it has none in is an `InvalidInputError`
         listing them."""
-        wanted = tuple(dict.fromkeys(part.strip() for value in wanted for part in value.split(",") if part.strip()))
+        wanted = tuple(dict.fromkeys(vocabulary_name(part.strip()) for value in wanted for part in value.split(",")
+                                     if part.strip()))
         if not wanted:
             raise InvalidInputError("no vocabulary named: give codes such as HP,ICD10 "
                                     f"(the bundle's: {', '.join(sorted(self._linking.code_vocabularies))})")

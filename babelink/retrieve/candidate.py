@@ -73,21 +73,39 @@ class Candidate:
 
 _CUI = re.compile(r"C\d{7}")
 
+#: Spellings of one vocabulary that sources use side by side (HPO's xrefs hold both "ICD-10:"
+#: and "ICD10:", "SNOMED_CT:" and "SNOMEDCT_US:"), and the name `codes` gives it. UMLS source
+#: abbreviations (MSH, MSHSPA, …) stay as UMLS writes them.
+VOCABULARY_NAMES = {"ICD-10": "ICD10", "ICD-9": "ICD9", "SNOMED_CT": "SNOMEDCT_US"}
+#: Cross-reference prefixes that cite literature rather than name the concept in a vocabulary.
+NOT_VOCABULARIES = frozenset({"PMID", "PMCID", "DOI", "ISBN", "HTTP", "HTTPS"})
+
+
+def vocabulary_name(prefix: str) -> str:
+    """The name `codes` gives the vocabulary a prefix or UMLS SAB spells `prefix`."""
+    return VOCABULARY_NAMES.get(prefix.upper(), prefix)
+
 
 def concept_codes(concept_id: str, xrefs: Sequence[str]) -> tuple[tuple[str, str], ...]:
-    """The concept's codes by vocabulary: its own id, under its prefix (`HP:0000822` → HP; a bare
-    CUI → UMLS), then its cross-references (`UMLS:C0020538` → UMLS: C0020538, MRCONSO atoms'
-    `MSH:D006973`, …; several codes of one vocabulary joined by "|")."""
-    if ":" in concept_id:
-        own = concept_id.partition(":")[0]
-    else:
-        own = "UMLS" if _CUI.fullmatch(concept_id) else "ID"
-    codes: dict[str, list[str]] = {own: [concept_id]}
-    for xref in xrefs:
-        vocabulary, separator, code = xref.partition(":")
-        if separator and code and code not in codes.setdefault(vocabulary, []):
-            codes[vocabulary].append(code)
-    return tuple((vocabulary, "|".join(found)) for vocabulary, found in codes.items() if found)
+    """The concept's codes by vocabulary (`vocabulary_name`): its own id under its prefix, written
+    as the vocabulary writes it (`MESH:D006973` → MESH: D006973, a bare CUI → UMLS; a code that is
+    a bare number keeps its prefix, as OBO ontologies write theirs: HP: HP:0000822), then its
+    cross-references as their source wrote them (`UMLS:C0020538` → UMLS: C0020538, MRCONSO atoms' `MSH:D006973`
+    → MESH: D006973, …; several codes of one vocabulary joined by "|"). Literature references
+    (`PMID:…`) are not codes."""
+    codes: dict[str, list[str]] = {}
+    own, separator, own_code = concept_id.partition(":")
+    if not separator:
+        own, own_code = ("UMLS" if _CUI.fullmatch(concept_id) else "ID"), concept_id
+    elif own_code.isdigit():
+        own_code = concept_id
+    for prefix, code in ((own, own_code), *(xref.partition(":")[::2] for xref in xrefs)):
+        if not (prefix and code) or prefix.upper() in NOT_VOCABULARIES:
+            continue
+        found = codes.setdefault(vocabulary_name(prefix), [])
+        if code not in found:
+            found.append(code)
+    return tuple((vocabulary, "|".join(found)) for vocabulary, found in codes.items())
 
 
 def code_vocabularies(concept_ids: Sequence[str], xrefs: Sequence[Sequence[str] | None]) -> frozenset[str]:

@@ -68,7 +68,7 @@ def test_hybrid_bundle_fuses_both_scores(kb, tiny_encoder_dir, tmp_path):
     assert [c.score for c in candidates] == sorted((c.score for c in candidates), reverse=True)
     assert set(candidates[0].to_dict()) == {"id", "name", "matched_name", "score", "probability", "sparse_score",
                                             "dense_score", "codes"}
-    assert candidates[0].to_dict()["codes"] == {"MESH": "MESH:D003920"}
+    assert candidates[0].to_dict()["codes"] == {"MESH": "D003920"}
 
 
 def test_dense_bundle_ranks_by_encoder_cosine(kb, tiny_encoder_dir, tmp_path):
