@@ -22,7 +22,6 @@ import uuid
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import scipy.sparse as sp
 
 from babelink.bundle.integrity import MANIFEST, file_records
@@ -37,15 +36,28 @@ from babelink.kb.store import save_kb
 from babelink.retrieve.calibration import script_shares
 from babelink.translate import save_english_words
 
+#: What makes two names one: a concept's name in a language (its source and term type aside).
+_NAME_KEY = ("concept_id", "name", "lang")
 #: Share of the new names' n-grams missing from the TF-IDF vocabulary above which it is refitted.
 REFIT_UNSEEN_SHARE = 0.02
 
 
 def merge_kb(kb: KnowledgeBase, additions: KnowledgeBase) -> KnowledgeBase:
-    """`kb` with the names of `additions` appended after its own, and the concepts it lacks."""
-    new = pc.invert(pc.is_in(additions.concepts.column("concept_id"), value_set=kb.concepts.column("concept_id")))
-    return KnowledgeBase(pa.concat_tables([kb.names, additions.names]),
-                         pa.concat_tables([kb.concepts, additions.concepts.filter(new)]))
+    """`kb` with the names of `additions` appended after its own, and the concepts it lacks. A name
+    given under an id `kb` knows as another concept's alternative (a source joined into it) goes to
+    that concept; a name a concept has already in that language is not added again, so updating
+    twice with one file adds nothing the second time."""
+    ids = [kb.resolve(concept_id) or concept_id for concept_id in additions.names.column("concept_id").to_pylist()]
+    names = additions.names.set_column(additions.names.schema.get_field_index("concept_id"), "concept_id",
+                                       pa.array(ids, pa.string()))
+    seen = set(zip(*(kb.names.column(field).to_pylist() for field in _NAME_KEY)))
+    fresh = []
+    for key in zip(*(names.column(field).to_pylist() for field in _NAME_KEY)):
+        fresh.append(key not in seen)
+        seen.add(key)
+    new = [kb.resolve(concept_id) is None for concept_id in additions.concepts.column("concept_id").to_pylist()]
+    return KnowledgeBase(pa.concat_tables([kb.names, names.filter(pa.array(fresh, pa.bool_()))]),
+                         pa.concat_tables([kb.concepts, additions.concepts.filter(pa.array(new, pa.bool_()))]))
 
 
 def update_bundle(path: str | Path, additions: KnowledgeBase, out: str | Path | None = None, *,
@@ -87,7 +99,8 @@ def update_bundle(path: str | Path, additions: KnowledgeBase, out: str | Path | 
             dense.add(embed_strings(encoder.encode, added))
             dense.save(staging / "dense")
         _write_manifest(staging, bundle, merged, names, {
-            "at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "source": source, "names": additions.num_names,
+            "at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "source": source, "given": additions.num_names,
+            "names": merged.num_names - bundle.kb.num_names,
             "new_concepts": len(merged) - len(bundle.kb), "new_strings": len(added),
             "unseen_ngram_share": round(unseen, 4), "sparse": "refitted" if refit else "appended"})
         replace_directory(staging, out)

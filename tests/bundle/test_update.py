@@ -44,9 +44,24 @@ def test_added_names_are_found_as_after_a_rebuild(tmp_path, tiny_encoder_dir, re
     manifest = load_bundle(updated, verify=True).manifest
     assert manifest["kb"]["concepts"] == 4 and manifest["kb"]["names"] == 7
     assert manifest["kb"]["scripts"] == {"LATIN": 6 / 7, "CJK": 1 / 7}  # the new names' scripts counted
-    assert manifest["updates"][0] | {"source": "added.tsv", "names": 4, "new_concepts": 1, "new_strings": 4} == (
+    assert manifest["updates"][0] | {"source": "added.tsv", "given": 4, "names": 4, "new_concepts": 1,
+                                     "new_strings": 4} == (
         manifest["updates"][0])
     assert load_bundle(path).manifest["kb"]["concepts"] == 3  # --out leaves the original as it was
+
+
+def test_names_already_there_are_not_added_again_and_alternative_ids_reach_their_concept(tmp_path):
+    builder = KnowledgeBaseBuilder()
+    builder.add_name("HP:1", "Hypertension", lang="en", preferred=True)
+    builder.add_concept("HP:1", alt_ids=["MESH:D006973"])  # MeSH's heading joined into the HPO concept
+    path = build_bundle(builder.build(), tmp_path / "b", retriever="sparse")
+    additions = knowledge_base({"MESH:D006973": ["High blood pressure", "Hypertension"]})
+    update_bundle(path, additions)
+    update_bundle(path, additions)
+    bundle = load_bundle(path)
+    assert len(bundle.kb) == 1 and bundle.kb.num_names == 2
+    assert [(u["given"], u["names"], u["new_concepts"]) for u in bundle.manifest["updates"]] == [(2, 1, 0), (2, 0, 0)]
+    assert Linker(bundle).normalize("high blood pressure", top_k=1)[0].concept_id == "HP:1"
 
 
 def test_cli_update_in_place_and_its_errors(tmp_path):
