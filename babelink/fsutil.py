@@ -159,6 +159,8 @@ def atomic_output(output: str) -> Iterator[TextIO]:
             yield stream
         return
     target = Path(os.path.realpath(output))
+    if target.is_dir():
+        raise BabelinkError(f"{output}: is a directory; name a file to write")
     try:
         handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     except OSError as error:

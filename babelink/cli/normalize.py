@@ -62,9 +62,6 @@ def normalize(
     if bool(mentions) == bool(input_path):
         raise InvalidInputError("give mentions as arguments or --input FILE, not both or neither")
     refuse_same_file(output, [input_path])
-    for mention in mentions or ():
-        if not mention.strip():
-            raise InvalidInputError("empty mention given as an argument")
     from babelink.retrieve.filters import NameFilter
 
     # a few mentions on the command line: start fast (no torch); a file: encode fast

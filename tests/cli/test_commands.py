@@ -70,7 +70,8 @@ def test_codes_keeps_the_vocabularies_asked_for_in_their_order(bundle):
 @pytest.mark.parametrize(
     ("args", "stdin", "message"),
     [
-        (["normalize", "--bundle", "{bundle}", ""], None, "empty mention"),
+        (["normalize", "--bundle", "{bundle}", ""], None, "<arguments>:1: mention '' is empty"),
+        (["normalize", "--bundle", "{bundle}", "asthma", "--output", "{tmp}"], None, "is a directory; name a file"),
         (["normalize", "--bundle", "{bundle}", "x" * 100_000], None, "exceeds the 1,000-character limit"),
         (
             ["normalize", "--bundle", "{bundle}", "--input", "-"],
