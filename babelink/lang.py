@@ -22,6 +22,22 @@ TERMINOLOGY_TO_ISO = {
     "CES": "cs", "DEU": "de", "ELL": "el", "EUS": "eu", "FAS": "fa", "FRA": "fr", "ISL": "is",
     "MSA": "ms", "NLD": "nl", "RON": "ro", "SLK": "sk", "ZHO": "zh",
 }
+#: Every ISO 639-1 code: a two-letter code outside it ("zz", "qq") is a typo, not a language.
+ISO_639_1 = frozenset({
+    "aa", "ab", "ae", "af", "ak", "am", "an", "ar", "as", "av", "ay", "az", "ba", "be", "bg", "bh", "bi", "bm",
+    "bn", "bo", "br", "bs", "ca", "ce", "ch", "co", "cr", "cs", "cu", "cv", "cy", "da", "de", "dv", "dz", "ee",
+    "el", "en", "eo", "es", "et", "eu", "fa", "ff", "fi", "fj", "fo", "fr", "fy", "ga", "gd", "gl", "gn", "gu",
+    "gv", "ha", "he", "hi", "ho", "hr", "ht", "hu", "hy", "hz", "ia", "id", "ie", "ig", "ii", "ik", "io", "is",
+    "it", "iu", "ja", "jv", "ka", "kg", "ki", "kj", "kk", "kl", "km", "kn", "ko", "kr", "ks", "ku", "kv", "kw",
+    "ky", "la", "lb", "lg", "li", "ln", "lo", "lt", "lu", "lv", "mg", "mh", "mi", "mk", "ml", "mn", "mr", "ms",
+    "mt", "my", "na", "nb", "nd", "ne", "ng", "nl", "nn", "no", "nr", "nv", "ny", "oc", "oj", "om", "or", "os",
+    "pa", "pi", "pl", "ps", "pt", "qu", "rm", "rn", "ro", "ru", "rw", "sa", "sc", "sd", "se", "sg", "si", "sk",
+    "sl", "sm", "sn", "so", "sq", "sr", "ss", "st", "su", "sv", "sw", "ta", "te", "tg", "th", "ti", "tk", "tl",
+    "tn", "to", "tr", "ts", "tt", "tw", "ty", "ug", "uk", "ur", "uz", "ve", "vi", "vo", "wa", "wo", "xh", "yi",
+    "yo", "za", "zh", "zu"
+})
+#: Withdrawn ISO 639-1 codes that software still writes (Java's `Locale` gives "iw" and "in").
+WITHDRAWN_ISO_639_1 = {"iw": "he", "in": "id", "ji": "yi", "jw": "jv", "mo": "ro", "sh": "hr"}
 #: A language subtag (2–3 letters) and optionally a region or script (`pt-BR`, `zh_Hans_CN`).
 _LANGUAGE_TAG = re.compile(r"([A-Za-z]{2,3})(?:[-_][A-Za-z0-9]{2,8})*")
 
@@ -34,19 +50,22 @@ def to_iso(code: str) -> str:
     if tag is None:
         return cleaned.lower()
     language = tag.group(1).upper()
-    return UMLS_TO_ISO.get(language) or TERMINOLOGY_TO_ISO.get(language) or language.lower()
+    iso = UMLS_TO_ISO.get(language) or TERMINOLOGY_TO_ISO.get(language) or language.lower()
+    return WITHDRAWN_ISO_639_1.get(iso, iso)
 
 
 def check_language(code: str | None, field: str = "lang") -> str | None:
     """A language a user gave (None: unknown) in babelink's form, or an error naming `field`: a
-    word such as "english" would otherwise pass as a code babelink has no stop words or lexicon
-    for, and change the answer without a word."""
+    word such as "english", or a two-letter code no language has ("zz"), would otherwise pass as a
+    code babelink has no stop words or lexicon for, and change the answer without a word. Three-
+    letter codes are not checked further: ISO 639-3 names thousands of languages."""
     if code is None:
         return None
-    if not isinstance(code, str) or _LANGUAGE_TAG.fullmatch(code.strip()) is None:
+    iso = to_iso(code) if isinstance(code, str) and _LANGUAGE_TAG.fullmatch(code.strip()) else None
+    if iso is None or (len(iso) == 2 and iso not in ISO_639_1):
         raise InvalidInputError(f"{field}: {code!r} is not a language code (ISO 639-1 such as 'en', "
                                 "ISO 639-2/3 or UMLS LAT such as 'ENG', or a locale such as 'pt-BR')")
-    return to_iso(code)
+    return iso
 
 
 def parse_languages(codes: list[str] | tuple[str, ...] | None, field: str = "--lang") -> frozenset[str] | None:

@@ -57,12 +57,13 @@ def test_language_codes():
 @pytest.mark.parametrize(("given", "expected"), [
     ("en", "en"), (" EN ", "en"), ("ENG", "en"), ("eng", "en"), ("en-US", "en"), ("pt_BR", "pt"),
     ("zh-Hans-CN", "zh"), ("FRE", "fr"), ("fra", "fr"), ("deu", "de"), ("yor", "yor"), (None, None),
+    ("iw", "he"), ("in-ID", "id"), ("yo", "yo"),
 ])
 def test_language_codes_a_user_types(given, expected):
     assert check_language(given) == expected
 
 
-@pytest.mark.parametrize("given", ["english", "e", "", "en US", "fr-", "日本語", "12"])
+@pytest.mark.parametrize("given", ["english", "e", "", "en US", "fr-", "日本語", "12", "zz", "qq-QQ"])
 def test_words_that_are_not_language_codes_name_the_field(given):
     with pytest.raises(InvalidInputError, match=f"--lang: {re.escape(repr(given))} is not a language code"):
         check_language(given, "--lang")

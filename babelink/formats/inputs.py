@@ -56,12 +56,14 @@ def jsonl_documents(lines: Iterable[tuple[int, str]], name: str | Path) -> Itera
         value = json_line(line, name, number)
         if not isinstance(value, dict) or not isinstance(value.get("text"), str):
             raise InputFormatError(name, number, 'expected an object with a "text" string (and an "id")')
-        doc_id = value.get("id", str(number))
-        lang = value.get("lang")
-        if not isinstance(doc_id, str | int) or not isinstance(lang, str | None):
-            raise InputFormatError(name, number, '"id" must be a string and "lang" a language code')
+        doc_id, lang = value.get("id", str(number)), value.get("lang")
+        if isinstance(doc_id, bool) or not isinstance(doc_id, str | int):
+            raise InputFormatError(name, number, f'"id" must be a string (or a number), got {doc_id!r}')
+        if not isinstance(lang, str | None):
+            raise InputFormatError(name, number, f'"lang" must be a language code such as "es", got {lang!r}')
         if str(doc_id) in seen:
-            raise InputFormatError(name, number, f"duplicate document id {doc_id!r}")
+            given = "" if "id" in value else " (a line without an \"id\" takes its line number as id)"
+            raise InputFormatError(name, number, f"duplicate document id {str(doc_id)!r}{given}")
         seen.add(str(doc_id))
         yield Document(str(doc_id), value["text"], lang=lang)
 

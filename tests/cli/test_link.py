@@ -70,6 +70,9 @@ def test_link_text_directory_to_brat_and_bioc(bundle, tmp_path):
     (b'{"id": "a", "text": "asthma \\ud800"}\n', "not valid Unicode"),
     (b'{"id": "a", "text": "ok"}\n{"id": "a", "text": "again"}\n', "in.jsonl:2: duplicate document id 'a'"),
     (b'{"id": "a", "text": "\xff\xfe"}\n', "in.jsonl:1: invalid UTF-8"),
+    (b'{"id": "2", "text": "ok"}\n{"text": "again"}\n', "in.jsonl:2: duplicate document id '2' (a line without"),
+    (b'{"id": "a", "text": "ok", "lang": 5}\n', 'in.jsonl:1: "lang" must be a language code'),
+    (b'{"id": true, "text": "ok"}\n', 'in.jsonl:1: "id" must be a string'),
 ])
 def test_link_bad_input_is_one_clear_line(bundle, tmp_path, content, message):
     (tmp_path / "in.jsonl").write_bytes(content)
