@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import fields, replace
 from functools import cached_property
@@ -40,6 +41,8 @@ from babelink.text import normalized_mention, written_in_capitals
 _LINK_PARAMS = frozenset(field.name for field in fields(LinkParams))
 #: Filtered linkers a linker keeps (`Linker.filtered`); each holds its compiled masks.
 MAX_FILTERED = 16
+#: Guards every linker's cache of filtered linkers: a service builds them in its worker threads.
+_FILTERED_LOCK = threading.Lock()
 
 
 class _BundleLinking:
@@ -156,14 +159,15 @@ class Linker:
         `retrieve.filters`), sharing the bundle, encoder and calibrator; built once per filter."""
         if not name_filter or name_filter == self.name_filter:
             return self
-        if name_filter not in self._filtered:
-            if len(self._filtered) >= MAX_FILTERED:  # filters may come from service clients: keep the newest
-                del self._filtered[next(iter(self._filtered))]
-            self._filtered[name_filter] = Linker(
-                self.bundle, link_params=self.link_params, context_filter=self.context_filter,
-                detector=self.detector, calibrated=self.calibrated, name_filter=name_filter, encoder=self.encoder,
-                model=self.model, _linking=self._linking)
-        return self._filtered[name_filter]
+        with _FILTERED_LOCK:
+            if name_filter not in self._filtered:
+                if len(self._filtered) >= MAX_FILTERED:  # filters may come from service clients: keep the newest
+                    del self._filtered[next(iter(self._filtered))]
+                self._filtered[name_filter] = Linker(
+                    self.bundle, link_params=self.link_params, context_filter=self.context_filter,
+                    detector=self.detector, calibrated=self.calibrated, name_filter=name_filter, encoder=self.encoder,
+                    model=self.model, _linking=self._linking)
+            return self._filtered[name_filter]
 
     @cached_property
     def documents(self) -> DocumentLinker | DualLinker:

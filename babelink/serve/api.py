@@ -64,8 +64,7 @@ def create_app(linker: Linker, limits: ServiceLimits = DEFAULT_LIMITS) -> FastAP
     async def normalize(request: NormalizeRequest) -> JSONResponse:
         """Ranked KB concepts for each mention: the objects `babelink normalize` writes per line."""
         _check_count(len(request.mentions), limits.max_mentions, "mentions")
-        results = await pool.run(_normalize, _filtered(linker, request), request.mentions, request.top_k,
-                                 request.lang, request.min_probability)
+        results = await pool.run(_normalize, linker, request)
         return JSONResponse({"results": results})
 
     @app.post("/link", response_model=LinkedDocumentOut | LinkBatchResponse, responses=_ERRORS)
@@ -82,7 +81,7 @@ def create_app(linker: Linker, limits: ServiceLimits = DEFAULT_LIMITS) -> FastAP
             if len(document.text) > limits.max_text_chars:
                 raise _TooLarge(f"document {document.id!r}: {len(document.text):,} characters exceed the "
                                 f"{limits.max_text_chars:,}-character limit per text")
-        linked = await pool.run(_link, _filtered(linker, request), documents)
+        linked = await pool.run(_link, linker, request, documents)
         return JSONResponse(linked[0] if isinstance(request, LinkText) else {"documents": linked})
 
     @app.get("/health", response_model=HealthResponse)
@@ -98,16 +97,18 @@ def create_app(linker: Linker, limits: ServiceLimits = DEFAULT_LIMITS) -> FastAP
 
 
 def _filtered(linker: Linker, request) -> Linker:
+    """The linker for the request's filters: a new filter is compiled in a worker, off the event loop."""
     return linker.filtered(NameFilter.of(request.types, request.sources, request.langs))
 
 
-def _normalize(linker: Linker, mentions: list[str], top_k: int, lang: str | None, min_probability: float) -> list[dict]:
+def _normalize(linker: Linker, request: NormalizeRequest) -> list[dict]:
+    found = _filtered(linker, request).normalize(request.mentions, request.top_k, request.lang, request.min_probability)
     return [normalize_record(mention, candidates, linker.bundle.provenance)
-            for mention, candidates in zip(mentions, linker.normalize(mentions, top_k, lang, min_probability))]
+            for mention, candidates in zip(request.mentions, found)]
 
 
-def _link(linker: Linker, documents: list[Document]) -> list[dict]:
-    return [document.to_dict() for document in linker.link_documents(documents)]
+def _link(linker: Linker, request, documents: list[Document]) -> list[dict]:
+    return [document.to_dict() for document in _filtered(linker, request).link_documents(documents)]
 
 
 class _TooLarge(Exception):
@@ -174,7 +175,8 @@ def _health(linker: Linker, limits: ServiceLimits, pool: WorkerPool) -> dict:
             "encoder": encoder,
             "spans": "spans" in manifest,
         },
-        "model": bundle.retriever + (f" ({encoder})" if encoder else " (char n-gram TF-IDF)"),
+        "model": (f"dual encoder {linker.model.path}" if linker.model is not None
+                  else bundle.retriever + (f" ({encoder})" if encoder else " (char n-gram TF-IDF)")),
         "context_filter": None if linker.context_filter is None else str(linker.context_filter.path),
         "kb_size": len(bundle.kb),
         "admitted": pool.admitted,

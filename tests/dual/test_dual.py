@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import pytest
 import torch
+from fastapi.testclient import TestClient
 from safetensors.torch import load_file
 
 from babelink.bundle.store import build_bundle, load_bundle
@@ -19,6 +20,7 @@ from babelink.errors import BabelinkError, BundleError, InvalidInputError
 from babelink.formats.document import Annotation, Document
 from babelink.kb.base import KnowledgeBaseBuilder
 from babelink.link.linker import Linker
+from babelink.serve import create_app
 from babelink.train.dual import (
     SPARSE_WEIGHTS,
     DualTrainer,
@@ -196,6 +198,8 @@ def test_linker_links_and_disambiguates_in_one_pass(untrained, bundle):
                for found in answers for candidates in found)
     record = linker.link_documents([Document("x", "fever and asthma")])[0].to_dict()
     assert record["provenance"]["bundle"] and all(m["detector"] == "dual" for m in record["mentions"])
+    with TestClient(create_app(linker)) as client:
+        assert client.get("/health").json()["model"] == f"dual encoder {untrained.path}"
 
 
 def test_the_tf_idf_weight_links_a_span_by_its_own_text_and_defined_abbreviation(untrained, bundle):
