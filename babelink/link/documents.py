@@ -21,7 +21,7 @@ from babelink.abbreviations import abbreviation_map
 from babelink.batching import batched
 from babelink.detect import MentionDetector
 from babelink.detect.language import guess_language
-from babelink.detect.overlaps import resolve_overlaps
+from babelink.detect.overlaps import OVERLAP_POLICIES, resolve_overlaps
 from babelink.detect.spans import Span, SpanParams, enumerate_spans
 from babelink.detect.stopwords import BoundaryStopwords
 from babelink.detect.tokenize import tokenize
@@ -78,6 +78,8 @@ class LinkParams:
     def __post_init__(self):
         check_top_k(self.top_k)
         check_probability(self.min_probability)
+        if self.overlap not in OVERLAP_POLICIES:
+            raise InvalidInputError(f"overlap must be one of {', '.join(OVERLAP_POLICIES)}, got {self.overlap!r}")
         if isinstance(self.modifier_types, str):
             raise InvalidInputError(f"modifier_types must be a collection of type codes, not the string "
                                     f"{self.modifier_types!r}")

@@ -58,3 +58,5 @@ def test_modifier_types_take_any_collection_but_not_a_string():
     assert LinkParams(modifier_types=["T080"]).modifier_types == frozenset({"T080"})
     with pytest.raises(InvalidInputError, match="not the string 'T080'"):
         LinkParams(modifier_types="T080")
+    with pytest.raises(InvalidInputError, match="overlap must be one of best, longest, got 'longst'"):
+        LinkParams(overlap="longst")
