@@ -43,6 +43,8 @@ class CandidateOut(BaseModel):
                                                      "concept (bundles with translation lexicons).")
     probability: float | None = Field(None, ge=0.0, le=1.0, description="Calibrated probability that this is the "
                                       "right concept.")
+    codes: dict[str, str] | None = Field(None, description="The concept's code in each vocabulary (HP, MESH, ICD10, "
+                                         "UMLS, …), its own first; several codes of one vocabulary joined by '|'.")
 
 
 class KbOut(BaseModel):
@@ -117,6 +119,8 @@ class MentionOut(BaseModel):
     filter_score: float | None = Field(None, description="The contextual filter's probability, with a filter.")
     probability: float | None = Field(None, ge=0.0, le=1.0, description="Calibrated probability that the span is a "
                                       "mention of this concept.")
+    translated: str | None = Field(None, description="The English rendering of the span that found the concept.")
+    codes: dict[str, str] | None = Field(None, description="The concept's code in each vocabulary, as on candidates.")
 
 
 class LinkedDocumentOut(BaseModel):

@@ -144,6 +144,13 @@ def test_openapi_schema_documents_the_api(client):
         components
     )
     assert set(schema["paths"]["/normalize"]["post"]["responses"]) >= {"200", "400", "413", "422", "429", "503"}
+    # every field an answer carries is documented
+    [result] = client.post("/normalize", json={"mentions": ["high blood pressure"]}).json()["results"]
+    candidate = result["candidates"][0]
+    mention = client.post("/link", json={"text": "He has asthma."}).json()["mentions"][0]
+    assert set(candidate) <= set(components["CandidateOut"]["properties"]) and "codes" in candidate
+    assert set(mention) <= set(components["MentionOut"]["properties"]) and "codes" in mention
+    assert {"translated", "codes"} <= set(components["MentionOut"]["properties"])
 
 
 def test_viewer_page_is_self_contained(client):
