@@ -44,8 +44,12 @@ LangsOption = Annotated[list[str] | None, typer.Option(
 CodesOption = Annotated[list[str] | None, typer.Option(
     "--codes", help="Give each concept's codes in these vocabularies only (HP, ICD10, MESH, UMLS, …; repeat or "
                     "comma-separate); `normalize --format tsv` adds a column for each.")]
-EpochsOption = Annotated[int, typer.Option("--epochs", min=1)]
+EpochsOption = Annotated[int, typer.Option("--epochs", min=1, help="Passes over the training data.")]
 EncoderRateOption = Annotated[float, typer.Option("--lr", help="Encoder learning rate.")]
+MaxStepsOption = Annotated[int | None, typer.Option("--max-steps", min=1, help="Stop (and save) after this many "
+                                                                              "steps.")]
+SeedOption = Annotated[int, typer.Option("--seed", help="Seed of every random choice: the same seed, the same model.")]
+MaxMinutesOption = Annotated[float | None, typer.Option("--max-minutes", help="Stop (and save) after this long.")]
 LearnTypesOption = Annotated[list[str] | None, typer.Option(
     "--types", help="Learn only annotations of these types (repeat); all when omitted.")]
 KbFormatOption = Annotated[

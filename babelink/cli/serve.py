@@ -35,7 +35,7 @@ def verify(bundle: options.BundleOption = None) -> None:
 def serve(
     bundle: options.BundleOption = None,
     host: Annotated[str, typer.Option("--host", help="Interface to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", min=0, max=65535)] = 8000,
+    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port to listen on (0: any free one).")] = 8000,
     context_filter: options.FilterOption = None,
     model: options.ModelOption = None,
     min_probability: options.MinProbabilityOption = None,

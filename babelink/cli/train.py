@@ -1,4 +1,5 @@
-"""`babelink train …`: the entity encoder (SAP), the contextual filter, the NER detector, weight interpolation."""
+"""`babelink train …`: the entity encoder (SAP), the contextual filter, the NER detector, the one-pass dual
+encoder, weight interpolation."""
 
 from __future__ import annotations
 
@@ -15,13 +16,17 @@ from babelink.cli.options import (
     InitOption,
     KbFormatOption,
     LearnTypesOption,
+    MaxMinutesOption,
+    MaxStepsOption,
+    SeedOption,
 )
 from babelink.errors import InvalidInputError
 from babelink.fsutil import refuse_same_file
 from babelink.lang import parse_languages
 
 app = typer.Typer(no_args_is_help=True,
-                  help="Train models: the entity encoder (SAP), the contextual filter, the NER detector.")
+                  help="Train models: the entity encoder (SAP), the contextual filter, the NER detector, the "
+                       "one-pass dual encoder (004); interpolate two checkpoints.")
 
 
 def _progress(progress):
@@ -45,19 +50,20 @@ def train_sap(
         "--mentions-from",
         help="Task fine-tuning: annotated documents whose mentions pair with their gold concept's KB names.")] = None,
     init: InitOption = "default",
-    max_minutes: Annotated[float | None, typer.Option("--max-minutes", help="Stop (and save) after this long.")] = None,
-    max_steps: Annotated[int | None, typer.Option("--max-steps", min=1)] = None,
+    max_minutes: MaxMinutesOption = None,
+    max_steps: MaxStepsOption = None,
     epochs: EpochsOption = 1,
     batch_pairs: Annotated[int, typer.Option("--batch-pairs", min=2, help="Positive pairs per batch.")] = 128,
-    learning_rate: Annotated[float, typer.Option("--lr")] = 2e-5,
+    learning_rate: Annotated[float, typer.Option("--lr", help="Learning rate.")] = 2e-5,
     freeze_embeddings: Annotated[bool, typer.Option(
         "--freeze-embeddings", help="Keep the word embeddings fixed (CPU training).")] = False,
-    max_pairs_per_concept: Annotated[int, typer.Option("--max-pairs-per-concept", min=1)] = 50,
+    max_pairs_per_concept: Annotated[int, typer.Option(
+        "--max-pairs-per-concept", min=1, help="At most this many synonym pairs of one concept (003 App. A.3).")] = 50,
     margin: Annotated[float, typer.Option("--margin", help="λ of the hard-triplet mining condition.")] = 0.2,
     alpha: Annotated[float, typer.Option("--alpha", help="MS loss positive temperature.")] = 2.0,
     beta: Annotated[float, typer.Option("--beta", help="MS loss negative temperature.")] = 50.0,
     epsilon: Annotated[float, typer.Option("--epsilon", help="MS loss similarity offset.")] = 1.0,
-    seed: Annotated[int, typer.Option("--seed")] = 0,
+    seed: SeedOption = 0,
     eval_set: Annotated[str | None, typer.Option(
         "--eval", help="Dev set scored on --kb to keep the best checkpoint: quaero-dev, ncbi-dev or "
                        "bc5cdr-dev.")] = None,
@@ -130,8 +136,8 @@ def train_filter(
         int, typer.Option("--window", min=0, help="Context words on each side of a span (Ws, 000 §4.4).")
     ] = 2,
     epochs: EpochsOption = 1,
-    batch_size: Annotated[int, typer.Option("--batch-size", min=2)] = 32,
-    learning_rate: Annotated[float, typer.Option("--lr")] = 2e-5,
+    batch_size: Annotated[int, typer.Option("--batch-size", min=2, help="Examples per step.")] = 32,
+    learning_rate: Annotated[float, typer.Option("--lr", help="Learning rate.")] = 2e-5,
     negatives: Annotated[
         float,
         typer.Option(
@@ -144,8 +150,8 @@ def train_filter(
         int | None,
         typer.Option("--layers", min=1, help="Keep only the encoder's first N transformer layers (faster on CPU)."),
     ] = None,
-    max_minutes: Annotated[float | None, typer.Option("--max-minutes")] = None,
-    seed: Annotated[int, typer.Option("--seed")] = 0,
+    max_minutes: MaxMinutesOption = None,
+    seed: SeedOption = 0,
 ) -> None:
     """Train the contextual relevance filter (000 §4.4) on the documents the bundle's DFT did not consume."""
     from babelink.formats import read_documents
@@ -186,10 +192,10 @@ def train_ner(
     as_type: Annotated[str | None, typer.Option(
         "--as-type", help="Label every annotation with this one type (when types do not matter downstream).")] = None,
     max_length: Annotated[int, typer.Option("--max-length", min=8, help="Sub-tokens per window.")] = 256,
-    max_minutes: Annotated[float | None, typer.Option("--max-minutes", help="Stop (and save) after this long.")] = None,
+    max_minutes: MaxMinutesOption = None,
     freeze_embeddings: Annotated[bool, typer.Option(
         "--freeze-embeddings", help="Keep the word embeddings fixed (CPU training).")] = False,
-    seed: Annotated[int, typer.Option("--seed")] = 0,
+    seed: SeedOption = 0,
 ) -> None:
     """Train the learned mention detector (encoder + CRF BIO tagger, 002 §4.2) for `link --ner`."""
     from babelink.encoders import resolve_checkpoint
@@ -259,13 +265,13 @@ def train_dual(
     pooling: Annotated[str, typer.Option(
         "--pooling", help="Mention vector: mean (004 §3.4) or boundary (Eq. 1).")] = "mean",
     max_span_words: Annotated[int, typer.Option("--max-span-words", min=1, help="L: longest span, in words.")] = 10,
-    max_minutes: Annotated[float | None, typer.Option("--max-minutes", help="Stop (and save) after this long.")] = None,
-    max_steps: Annotated[int | None, typer.Option("--max-steps", min=1)] = None,
+    max_minutes: MaxMinutesOption = None,
+    max_steps: MaxStepsOption = None,
     eval_every: Annotated[int | None, typer.Option(
         "--eval-every", min=1, help="Steps between dev evaluations (default: once per epoch).")] = None,
     train_embeddings: Annotated[bool, typer.Option(
         "--train-embeddings", help="Also train the word embeddings (frozen by default: CPU training).")] = False,
-    seed: Annotated[int, typer.Option("--seed")] = 0,
+    seed: SeedOption = 0,
 ) -> None:
     """Train the one-pass dual encoder (004): detects and links every mention of a segment at once (`link --model`)."""
     from babelink.bundle.store import load_bundle
