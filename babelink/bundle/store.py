@@ -1,13 +1,15 @@
-"""LinkerBundle: everything `normalize` and `link` need, built once and loaded by every command.
+"""Bundle: everything `normalize` and `link` need, built once and loaded by every command.
 
 Layout: `manifest.json`, `kb/` (Parquet tables), `names/` (searchable strings), `sparse/`
 (TF-IDF vocabulary, IDF and name matrix) and, for dense and hybrid retrievers, `dense/` (FAISS
 index over the name strings' vectors); optionally `spans/` (the same over labeled training
-spans) and `dft_documents.txt` (the documents dictionary fine-tuning consumed). The encoder is
-referenced, not copied: the manifest holds its name, settings and fingerprint. The manifest
-records versions, build parameters, counts and a SHA-256 per file; loading checks them, so a
-bundle edited or truncated after the build is an error rather than a silent wrong answer. The
-bundle is written to a temporary directory beside the target and renamed into place.
+spans), `translations/` (bilingual lexicons and the KB's English words) and `dft_documents.txt`
+(the documents dictionary fine-tuning consumed). The encoder is referenced, not copied: the
+manifest holds its name, settings and fingerprint. The manifest records versions, build
+parameters, counts and each file's SHA-256 and size; loading checks the sizes and that no file is
+missing or unlisted (cheap), `verify` the checksums, so a bundle edited or truncated after the
+build is an error rather than a silent wrong answer. The bundle is written to a temporary
+directory beside the target and renamed into place.
 """
 
 from __future__ import annotations
@@ -152,7 +154,6 @@ def build_bundle(
     dft: DftRecord | None = None,
     translations: Lexicon | None = None,
     kb_source: dict | None = None,
-    overwrite: bool = True,
     progress: Callable[[str, int, int], None] | None = None,
 ) -> Path:
     """Index `kb` and write the bundle directory `out` atomically; return its path.
@@ -168,8 +169,6 @@ def build_bundle(
     out = Path(out).absolute()
     if retriever not in RETRIEVERS:
         raise BabelinkError(f"retriever must be one of {', '.join(RETRIEVERS)}, got {retriever!r}")
-    if out.exists() and not overwrite:
-        raise BundleError(f"{out}: already exists")
     if out.exists() and not (out / MANIFEST).is_file():
         raise BundleError(f"{out}: exists and is not a babelink bundle; refusing to replace it")
     if len(kb) == 0:
@@ -268,7 +267,7 @@ def load_bundle(path: str | Path, *, verify: bool = False) -> Bundle:
     or replaced file shows in its size and the counts. A bundle built before sizes were recorded
     is checked by its checksums.
 
-    A bundle rebuilt in place while it loads (`build_bundle(..., overwrite=True)` swaps in a new
+    A bundle rebuilt in place while it loads (`build_bundle` onto its path swaps in a new
     directory) could mix the files of two builds. A load therefore counts only when the manifest's
     `build_id` is the same before and after every file was read; otherwise it starts over."""
     path = Path(path)

@@ -13,7 +13,7 @@ from babelink.formats.document import Document
 from babelink.formats.pubtator import iter_pubtator, write_pubtator
 
 #: Single-file readers by suffix; other files are PubTator, directories brat.
-BIOC_READERS = {".xml": read_bioc_xml, ".json": read_bioc_json}
+READERS_BY_SUFFIX = {".xml": read_bioc_xml, ".json": read_bioc_json}
 #: Writers of a whole collection to one text stream, by `--format` name (brat writes a directory per document).
 WRITERS = {"pubtator": write_pubtator, "bioc": write_bioc_xml, "bioc-json": write_bioc_json}
 
@@ -25,5 +25,5 @@ def read_documents(path: str | Path) -> Iterator[Document]:
     if path.is_dir():
         return iter_brat(path)
     if path.is_file():
-        return BIOC_READERS.get(path.suffix.lower(), iter_pubtator)(path)
+        return READERS_BY_SUFFIX.get(path.suffix.lower(), iter_pubtator)(path)
     raise BabelinkError(f"{path}: no such file or directory")

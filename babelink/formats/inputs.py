@@ -16,7 +16,7 @@ from pathlib import Path
 
 from babelink.abbreviations import abbreviation_map, expand_abbreviations
 from babelink.errors import InputFormatError
-from babelink.formats import BIOC_READERS
+from babelink.formats import READERS_BY_SUFFIX
 from babelink.formats.document import Document
 from babelink.formats.pubtator import iter_pubtator
 from babelink.kb.io import iter_lines, iter_stream_lines, json_line, read_text_file
@@ -41,8 +41,8 @@ def _documents_at(path: str | Path) -> Iterator[Document]:
     suffix = path.suffix.lower()
     if suffix == ".jsonl":
         return jsonl_documents(iter_lines(path), path)
-    if suffix in BIOC_READERS:
-        return BIOC_READERS[suffix](path)
+    if suffix in READERS_BY_SUFFIX:
+        return READERS_BY_SUFFIX[suffix](path)
     if _PUBTATOR_FIRST_LINE.match(_first_line(path)):
         return iter_pubtator(path)
     return iter([Document(path.stem, read_text_file(path))])

@@ -1,4 +1,6 @@
-"""Translation knowledge: bilingual lexicons (`lexicon`) and English renderings of mentions (`render`)."""
+"""Translation knowledge: bilingual lexicons (`lexicon`), lexicons mined from a KB's own names in
+several languages (`mining`), English renderings of mentions (`render`) and respelled cognates
+(`cognates`)."""
 
 from __future__ import annotations
 

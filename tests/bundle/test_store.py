@@ -172,7 +172,7 @@ def test_loads_during_in_place_rebuilds_see_one_build(tmp_path):
 
     def rebuild():
         while not stop.is_set():
-            build_bundle(builds[len(rebuilt) % 2], path, retriever="sparse", overwrite=True)
+            build_bundle(builds[len(rebuilt) % 2], path, retriever="sparse")
             rebuilt.append(True)
             time.sleep(0.1)  # rebuilds minutes apart in real use; here often enough to overlap loads
 
