@@ -28,13 +28,14 @@ from dataclasses import dataclass
 import regex
 import stopwordsiso
 
+from babelink.detect.tokenize import UNSPACED_SCRIPTS
 from babelink.errors import BabelinkError
 from babelink.kb.base import KnowledgeBase
 from babelink.text import normalize_name
 from babelink.translate.lexicon import KNOWN_LANGUAGES, Lexicon, LexiconSource
 
 #: Names with any of these scripts are not split on spaces.
-_UNSPACED = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}]")
+_UNSPACED = regex.compile(rf"[{UNSPACED_SCRIPTS}]")
 #: Scripts without spaces that are mined all the same: Han runs as n-grams, katakana runs whole.
 _HAN_RUN = regex.compile(r"\p{Han}+")
 _KATAKANA_RUN = regex.compile(r"[\p{Katakana}\u30FC]{2,}")

@@ -33,11 +33,12 @@ from dataclasses import dataclass, field
 
 import regex
 
+from babelink.detect.tokenize import UNSPACED_SCRIPTS
 from babelink.translate.cognates import CognateRules, ending_range
 from babelink.translate.lexicon import Lexicon
 
 #: Runs of scripts written without spaces, which lexicon-driven segmentation splits into words.
-_UNSPACED_RUN = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}\u30FC\u3005\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}]+")
+_UNSPACED_RUN = regex.compile(rf"[{UNSPACED_SCRIPTS}]+")
 #: A run of katakana (group 1) or of the other unspaced scripts.
 _KATAKANA_SPLIT = regex.compile(r"([\p{Katakana}\u30FC]+)|[^\p{Katakana}\u30FC]+")
 _GRAPHEME = regex.compile(r"\X")
