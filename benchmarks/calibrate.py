@@ -33,7 +33,6 @@ from pathlib import Path
 import numpy as np
 from report import ROOT, arguments, cached_bundle, commit, machine, publish, shared_path
 
-from babelink.batching import batched
 from babelink.bundle.store import load_bundle
 from babelink.detect.overlaps import resolve_overlaps
 from babelink.eval.metrics import span_scores
@@ -47,10 +46,8 @@ from babelink.retrieve.calibration import (
     FEATURES,
     Calibrator,
     Model,
-    candidate_features,
-    script_shares,
 )
-from babelink.text import normalize_name, written_in_capitals
+from babelink.train.calibration import PROPOSAL_FLOOR, link_proposals, link_rows, normalize_rows
 from babelink.train.context_filter import gold_mentions
 from babelink.translate import read_lexicons
 
@@ -64,13 +61,11 @@ CORPORA = {
     "NCBI-disease dev": ("ctd-medic", ("ncbi_disease/NCBIdevelopset_corpus.txt",), "en", None),
     "BC5CDR-Disease dev": ("ctd-medic", ("bc5cdr/CDR_DevelopmentSet.PubTator.txt",), "en", ("Disease",)),
 }
-#: Proposals are gathered above this cosine; the floor actually used is chosen from `FLOORS`.
-PROPOSAL_FLOOR = 0.80
+#: Link floors to choose from, at or above the `PROPOSAL_FLOOR` proposals are gathered at.
 FLOORS = (0.80, 0.85, 0.90, 0.94)
 PROBABILITIES = tuple(round(0.05 * step, 2) for step in range(1, 19))
 POLICIES = ("longest", "best")
 TODAY = 0.98  # the link threshold before calibration (`LinkParams.link_threshold`)
-TOP_K = 5
 
 
 @dataclass
@@ -116,31 +111,18 @@ def _normalize_examples(linkers: dict, data: Path) -> tuple[Examples, dict]:
     queries = list(_raw_queries(data))
     for kb_name, linker in linkers.items():
         mine = [q for q in queries if (CORPORA[q[0]][0] if q[0] in CORPORA else "open-umls") == kb_name]
-        shares = script_shares(linker.bundle.names.strings)
         resolve = augment.gold_resolver(linker.bundle.kb)  # MEDIC gold is written MESH:…/OMIM:…
-        for batch in batched(mine, 2048):
-            texts = [normalize_name(mention) for _, _, mention, _ in batch]
-            capitals = [written_in_capitals(mention) for _, _, mention, _ in batch]
-            found = linker.generator.generate(texts, TOP_K, capitals)
-            for (set_name, lang, _, gold), text, candidates in zip(batch, texts, found):
-                resolved = {resolve(concept) for concept in gold} - {None}
-                if not text or not candidates:
-                    continue
-                rows = candidate_features(text, candidates, shares)
-                labels = np.asarray([candidate.concept_id in resolved for candidate in candidates], dtype=float)
-                examples.features.append(rows)
-                examples.labels.append(labels)
-                examples.langs.append(lang)
-                tops.setdefault(lang, []).append((rows[0], bool(labels[0]), bool(resolved)))
+        found = normalize_rows(linker, [(mention, gold, None) for _, _, mention, gold in mine])
+        for (_, lang, _, gold), rows in zip(mine, found):
+            if rows is None:
+                continue
+            features, labels = rows
+            examples.features.append(features)
+            examples.labels.append(labels)
+            examples.langs.append(lang)
+            in_kb = any(resolve(concept) is not None for concept in gold)
+            tops.setdefault(lang, []).append((features[0], bool(labels[0]), in_kb))
     return examples, tops
-
-
-def _proposals(linker: Linker, documents):
-    """The document linker's proposals above `PROPOSAL_FLOOR`, uncalibrated, modifiers kept, per document."""
-    params = replace(linker.link_params, link_threshold=PROPOSAL_FLOOR, min_probability=0.0,
-                     modifier_types=frozenset())
-    documents_linker = replace(linker.documents, params=params, calibration=None)
-    return [found for batch in batched(documents, 16) for found in documents_linker.proposals(batch)]
 
 
 def _link_examples(linkers: dict, plain: dict, data: Path) -> dict:
@@ -150,18 +132,12 @@ def _link_examples(linkers: dict, plain: dict, data: Path) -> dict:
         documents = _documents(data, corpus)
         linker = linkers[kb_name]
         gold = gold_mentions(documents, augment.gold_resolver(linker.bundle.kb))
-        shares = script_shares(linker.bundle.names.strings)
         started = time.perf_counter()
-        proposals = _proposals(linker, documents)
+        proposals = link_proposals(linker, documents)
         seconds = time.perf_counter() - started
-        untranslated = _proposals(plain[kb_name], documents) if plain[kb_name] is not linker else proposals
-        features, labels = [], []
-        for document, found in zip(documents, proposals):
-            for proposal in found:
-                text = normalize_name(proposal.searched)
-                features.append(candidate_features(text, proposal.candidates, shares))
-                ids = gold.get((document.id, proposal.start, proposal.end), set())
-                labels.append(np.asarray([c.concept_id in ids for c in proposal.candidates], dtype=float))
+        untranslated = link_proposals(plain[kb_name], documents) if plain[kb_name] is not linker else proposals
+        rows = link_rows(linker, documents, proposals)
+        features, labels = [features for features, _ in rows], [labels for _, labels in rows]
         types = concept_types(linker.bundle.kb)
         modifier = [is_modifier(p.candidates[0].concept_id, types, linker.link_params.modifier_types)
                     for found in proposals for p in found]

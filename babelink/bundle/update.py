@@ -1,4 +1,5 @@
-"""Adding concepts and synonyms to a built bundle without rebuilding it.
+"""Changing a built bundle without rebuilding it: adding concepts and synonyms (`update_bundle`),
+storing its own calibrator (`store_calibrator`).
 
 A rebuild re-encodes every name (minutes for a UMLS-size KB, hours on a CPU for full UMLS); an
 update encodes only the new name strings. Name strings are numbered in order of first
@@ -16,6 +17,7 @@ in, like a build.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 import uuid
@@ -33,7 +35,7 @@ from babelink.index.names import NameTable
 from babelink.index.sparse import TfidfNameIndex
 from babelink.kb.base import KnowledgeBase
 from babelink.kb.store import save_kb
-from babelink.retrieve.calibration import script_shares
+from babelink.retrieve.calibration import CALIBRATION_FILE, Calibrator, script_shares
 from babelink.translate import save_english_words
 
 #: What makes two names one: a concept's name in a language (its source and term type aside).
@@ -133,3 +135,30 @@ def _write_manifest(staging: Path, bundle: Bundle, kb: KnowledgeBase, names: Nam
                                             if file.is_file() and file.name != MANIFEST)))
     (staging / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False))
 
+
+
+def store_calibrator(path: str | Path, calibrator: Calibrator) -> Path:
+    """Write `path` with `calibrator` as its own (`calibration.json`, listed in the manifest with
+    what it was trained on), swapped in like an update. The other files are hard-linked into the
+    new directory, not copied: bundles never change a file in place."""
+    bundle = load_bundle(path)
+    out = bundle.path.absolute()
+    staging = staging_directory(out)
+    try:
+        shutil.copytree(bundle.path, staging, copy_function=os.link, dirs_exist_ok=True)
+        (staging / CALIBRATION_FILE).unlink(missing_ok=True)
+        calibrator.save(staging / CALIBRATION_FILE)
+        manifest = dict(bundle.manifest)
+        manifest["build_id"] = uuid.uuid4().hex
+        manifest["calibration"] = calibrator.trained_on
+        records = file_records(staging, [staging / CALIBRATION_FILE])
+        for field in records:
+            if field in manifest:  # a bundle built before sizes were recorded has none to extend
+                manifest[field] = {**manifest[field], **records[field]}
+        (staging / MANIFEST).unlink()
+        (staging / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False))
+        replace_directory(staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return out

@@ -175,6 +175,35 @@ def train_filter(
     typer.echo(f"wrote {out}", err=True)
 
 
+@app.command("calibrator")
+def train_calibrator(
+    dev: Annotated[list[Path], typer.Option(
+        "--dev", help="Annotated documents whose concepts are in the bundle's KB (PubTator, BioC or a brat "
+                      "directory; repeat for several corpora and languages).")],
+    bundle: Annotated[Path, typer.Option(
+        "--bundle", "-b", help="Bundle to calibrate (the probabilities are stored in it; not the embedded default, "
+                               "which babelink rebuilds).")],
+    types: LearnTypesOption = None,
+) -> None:
+    """Fit the bundle's own calibrated probabilities on annotated documents and store them in it:
+    for an encoder, KB or language the shipped calibrator was not fitted on."""
+    from dataclasses import replace
+
+    from babelink.bundle.update import store_calibrator
+    from babelink.formats import read_documents
+    from babelink.link.linker import Linker
+    from babelink.train.calibration import fit_calibrator
+
+    documents = [replace(document, annotations=tuple(a for a in document.annotations if not types or a.type in types))
+                 for path in dev for document in read_documents(path)]
+    linker = Linker.open(bundle)
+    calibrator = fit_calibrator(linker, documents)
+    path = store_calibrator(linker.bundle.path, calibrator)
+    seen = calibrator.trained_on
+    typer.echo(f"fitted on {seen['mentions']:,} mentions and {seen['spans']:,} proposed spans of "
+               f"{seen['documents']:,} documents; stored in {path}", err=True)
+
+
 @app.command("ner")
 def train_ner(
     train: Annotated[Path, typer.Option(
