@@ -29,7 +29,7 @@ import scipy.sparse as sp
 from babelink.bundle.integrity import MANIFEST, file_records
 from babelink.bundle.store import TRANSLATIONS, Bundle, load_bundle
 from babelink.errors import BundleError
-from babelink.fsutil import replace_directory, staging_directory
+from babelink.fsutil import replace_directory, staging_directory, write_directory
 from babelink.index.dense import DenseNameIndex, embed_strings
 from babelink.index.names import NameTable
 from babelink.index.sparse import TfidfNameIndex
@@ -142,23 +142,18 @@ def store_calibrator(path: str | Path, calibrator: Calibrator) -> Path:
     what it was trained on), swapped in like an update. The other files are hard-linked into the
     new directory, not copied: bundles never change a file in place."""
     bundle = load_bundle(path)
-    out = bundle.path.absolute()
-    staging = staging_directory(out)
-    try:
+
+    def write(staging: Path) -> None:
         shutil.copytree(bundle.path, staging, copy_function=os.link, dirs_exist_ok=True)
-        (staging / CALIBRATION_FILE).unlink(missing_ok=True)
+        for linked in (CALIBRATION_FILE, MANIFEST):  # rewritten: unlinked first, or the old bundle's would change
+            (staging / linked).unlink(missing_ok=True)
         calibrator.save(staging / CALIBRATION_FILE)
-        manifest = dict(bundle.manifest)
-        manifest["build_id"] = uuid.uuid4().hex
-        manifest["calibration"] = calibrator.trained_on
+        manifest = {**bundle.manifest, "build_id": uuid.uuid4().hex, "calibration": calibrator.trained_on}
         records = file_records(staging, [staging / CALIBRATION_FILE])
         for field in records:
             if field in manifest:  # a bundle built before sizes were recorded has none to extend
                 manifest[field] = {**manifest[field], **records[field]}
-        (staging / MANIFEST).unlink()
         (staging / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False))
-        replace_directory(staging, out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return out
+
+    write_directory(bundle.path.absolute(), write)
+    return bundle.path.absolute()
