@@ -94,10 +94,13 @@ class Bundle:
     @cached_property
     def provenance(self) -> dict:
         """What every prediction says about where it came from: a short id of this build (from
-        the manifest's hash), the KB's name and version as the build recorded them, and the
-        babelink version answering."""
+        the manifest's hash), the KB's name and version as the build recorded them (`+N-updates`
+        after `babelink update`), and the babelink version answering."""
         digest = hashlib.sha256(json.dumps(self.manifest, sort_keys=True).encode()).hexdigest()
-        return {"bundle": digest[:12], "kb": kb_identity(self.manifest["kb"]), "babelink": version("babelink")}
+        kb = kb_identity(self.manifest["kb"])
+        if updates := len(self.manifest.get("updates", ())):  # the release the build read, and what was added
+            kb["version"] += f"+{updates}-update{'s' if updates > 1 else ''}"
+        return {"bundle": digest[:12], "kb": kb, "babelink": version("babelink")}
 
     def encoder(self, runtime: str = "torch") -> Encoder:
         """The encoder the dense index was built with, run by `runtime` (`encoders.RUNTIMES`);

@@ -61,6 +61,7 @@ def test_names_already_there_are_not_added_again_and_alternative_ids_reach_their
     bundle = load_bundle(path)
     assert len(bundle.kb) == 1 and bundle.kb.num_names == 2
     assert [(u["given"], u["names"], u["new_concepts"]) for u in bundle.manifest["updates"]] == [(2, 1, 0), (2, 0, 0)]
+    assert bundle.provenance["kb"]["version"].endswith("+2-updates")
     assert Linker(bundle).normalize("high blood pressure", top_k=1)[0].concept_id == "HP:1"
 
 
