@@ -54,20 +54,27 @@ class AllowedNames:
 
 
 def allowed_names(kb: KnowledgeBase, names: NameTable, name_filter: NameFilter) -> AllowedNames:
-    """Compile `name_filter` for one bundle; a type, source or language the KB does not have is an
-    `InvalidInputError` that lists those it has."""
+    """Compile `name_filter` for one bundle; types, sources or languages the KB does not have are
+    one `InvalidInputError` that names them all and lists those it has."""
+    types = kb.concepts.column("types").to_pylist() if name_filter.types is not None else []
+    problems = []
+    for field, known in (("types", lambda: {value for concept in types for value in concept or ()}),
+                         ("sources", lambda: _values(kb.names.column("source"))),
+                         ("langs", lambda: _values(kb.names.column("lang")))):
+        wanted = getattr(name_filter, field)
+        if wanted is not None and (problem := _unknown(field, wanted, known(), kb)):
+            problems.append(problem)
+    if problems:
+        raise InvalidInputError("; ".join(problems))
     keep = np.ones(kb.num_names, dtype=bool)
     for field, column in (("sources", "source"), ("langs", "lang")):
         wanted = getattr(name_filter, field)
         if wanted is not None:
-            _check(field, wanted, _values(kb.names.column(column)))
             keep &= pc.is_in(kb.names.column(column), value_set=_array(wanted)).to_numpy(zero_copy_only=False)
     concept_rows = pc.index_in(kb.names.column("concept_id"), value_set=kb.concepts.column("concept_id"))
     wanted_concepts = np.zeros(len(kb), dtype=bool)
     wanted_concepts[concept_rows.to_numpy(zero_copy_only=False)[keep]] = True
     if name_filter.types is not None:
-        types = kb.concepts.column("types").to_pylist()
-        _check("types", name_filter.types, {value for concept in types for value in concept or ()})
         wanted_concepts &= np.array([bool(name_filter.types.intersection(concept or ())) for concept in types])
     return _of_concepts(names, wanted_concepts)
 
@@ -102,9 +109,12 @@ def _array(values: frozenset[str]):
     return pa.array(sorted(values), pa.string())
 
 
-def _check(field: str, wanted: frozenset[str], known: set[str]) -> None:
+def _unknown(field: str, wanted: frozenset[str], known: set[str], kb: KnowledgeBase) -> str | None:
+    """What of `wanted` the KB lacks, and what it has (a type that is one of its concepts, such as
+    an HPO branch, with that concept's name)."""
     unknown = sorted(wanted - known)
-    if unknown:
-        listed = ", ".join(sorted(known)[:40]) + (" …" if len(known) > 40 else "")
-        raise InvalidInputError(f"--{field}: {', '.join(unknown)} not in this bundle's KB "
-                                f"(it has: {listed or 'none'})")
+    if not unknown:
+        return None
+    shown = [f"{value} ({kb.preferred_name(value)})" if value in kb else value for value in sorted(known)[:40]]
+    listed = ", ".join(shown) + (" …" if len(known) > 40 else "")
+    return f"{field}: {', '.join(unknown)} not in this bundle's KB (it has: {listed or 'none'})"

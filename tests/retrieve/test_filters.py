@@ -60,10 +60,12 @@ def test_a_filter_that_matches_nothing_answers_nothing(linker):
 
 
 def test_unknown_values_are_clear_errors(linker):
-    with pytest.raises(InvalidInputError, match=r"--types: T999 not in this bundle's KB \(it has: T033, T047\)"):
+    with pytest.raises(InvalidInputError, match=r"types: T999 not in this bundle's KB \(it has: T033, T047\)"):
         linker.filtered(NameFilter.of(types=["T999"]))
-    with pytest.raises(InvalidInputError, match="--sources: UMLS"):
+    with pytest.raises(InvalidInputError, match="sources: UMLS"):
         linker.filtered(NameFilter.of(sources=["UMLS,HPO"]))
+    with pytest.raises(InvalidInputError, match="types: T999 .*; sources: NOPE"):  # every unknown value at once
+        linker.filtered(NameFilter.of(types=["T999"], sources=["NOPE"]))
 
 
 def test_filtered_linking(linker):
@@ -86,7 +88,7 @@ def test_cli_and_rest(linker):
     result = babelink("normalize", "--bundle", bundle, "--types", "T033", "--top-k", "3", "cold")
     assert sorted(c["id"] for c in json.loads(result.stdout)["candidates"]) == ["P1", "P2", "P3"]
     refused = babelink("normalize", "--bundle", bundle, "--sources", "NOPE", "cold")
-    assert refused.returncode != 0 and "--sources: NOPE not in this bundle's KB" in refused.stderr
+    assert refused.returncode != 0 and "sources: NOPE not in this bundle's KB" in refused.stderr
     from fastapi.testclient import TestClient
 
     from babelink.serve import create_app
