@@ -11,8 +11,9 @@ from babelink.cli import options
 
 
 def info(bundle: options.BundleOption = None) -> None:
-    """Print a bundle's provenance (what every prediction reports) and its manifest (the embedded
-    default's when --bundle is omitted)."""
+    """Print a bundle's provenance (what every prediction reports) and its manifest.
+
+    Without --bundle, the embedded default's."""
     from babelink.bundle.default import default_bundle
     from babelink.bundle.store import load_bundle
 
