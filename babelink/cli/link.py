@@ -105,8 +105,7 @@ def link(
 ) -> None:
     """Detect and link the concept mentions of whole texts (any language).
 
-    JSONL to a file and brat output resume: rerun after a kill and the documents already written
-    are skipped."""
+    JSONL to a file and brat output resume: rerun after a kill and the written documents are skipped."""
     from babelink.corpus.resume import completed_ids, write_linked
     from babelink.formats.document import Document
     from babelink.formats.inputs import read_input_documents
