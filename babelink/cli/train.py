@@ -185,8 +185,9 @@ def train_calibrator(
                                "which babelink rebuilds).")],
     types: LearnTypesOption = None,
 ) -> None:
-    """Fit the bundle's own calibrated probabilities on annotated documents and store them in it:
-    for an encoder, KB or language the shipped calibrator was not fitted on."""
+    """Fit a bundle's own calibrated probabilities on annotated documents, stored in the bundle.
+
+    For an encoder, KB or language the calibrator babelink ships was not fitted on."""
     from dataclasses import replace
 
     from babelink.bundle.update import store_calibrator
