@@ -45,10 +45,11 @@ _LANGUAGE_TAG = re.compile(r"([A-Za-z]{2,3})(?:[-_][A-Za-z0-9]{2,8})*")
 def to_iso(code: str) -> str:
     """Map a UMLS `LAT`, ISO 639-1 or ISO 639-2/3 code, or a locale tag, to babelink's lower-case
     form (the language alone: `pt-BR` → `pt`); anything else is only lower-cased."""
-    cleaned = code.strip()
-    tag = _LANGUAGE_TAG.fullmatch(cleaned)
-    if tag is None:
-        return cleaned.lower()
+    tag = _LANGUAGE_TAG.fullmatch(code.strip())
+    return code.strip().lower() if tag is None else _iso_of(tag)
+
+
+def _iso_of(tag: re.Match) -> str:
     language = tag.group(1).upper()
     iso = UMLS_TO_ISO.get(language) or TERMINOLOGY_TO_ISO.get(language) or language.lower()
     return WITHDRAWN_ISO_639_1.get(iso, iso)
@@ -61,7 +62,8 @@ def check_language(code: str | None, field: str = "lang") -> str | None:
     letter codes are not checked further: ISO 639-3 names thousands of languages."""
     if code is None:
         return None
-    iso = to_iso(code) if isinstance(code, str) and _LANGUAGE_TAG.fullmatch(code.strip()) else None
+    tag = _LANGUAGE_TAG.fullmatch(code.strip()) if isinstance(code, str) else None
+    iso = None if tag is None else _iso_of(tag)
     if iso is None or (len(iso) == 2 and iso not in ISO_639_1):
         raise InvalidInputError(f"{field}: {code!r} is not a language code (ISO 639-1 such as 'en', "
                                 "ISO 639-2/3 or UMLS LAT such as 'ENG', or a locale such as 'pt-BR')")

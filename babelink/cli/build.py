@@ -135,14 +135,14 @@ def update(
     kb_format: KbFormatOption = None,
 ) -> None:
     """Add concepts and synonyms to a bundle, encoding only the new names (no rebuild)."""
-    from babelink.bundle.store import load_bundle
+    from babelink.bundle.store import read_manifest
     from babelink.bundle.update import update_bundle
     from babelink.kb.readers import read_kb
 
     refuse_same_file(out or bundle, [add], "--out")
     additions = read_kb(add, kb_format)  # a malformed row stops here, before the bundle is touched
     path = update_bundle(bundle, additions, out, source=add.name)
-    update = load_bundle(path).manifest["updates"][-1]
+    update = read_manifest(path)["updates"][-1]
     there = update["given"] - update["names"]
     typer.echo(f"wrote {path}: added {update['names']:,} names ({update['new_concepts']:,} new concepts)"
                + (f"; {there:,} of the names given were there already" if there else ""), err=True)

@@ -24,7 +24,7 @@ _UNSPACED_CJK = r"\p{Han}\p{Hiragana}\p{Katakana}\u30FC\u3005"  # ー (prolonged
 _UNSPACED_SEA = r"\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}"
 #: The characters of scripts written without spaces, as the body of a `regex` character class.
 UNSPACED_SCRIPTS = _UNSPACED_CJK + _UNSPACED_SEA
-_WORD_CHAR = rf"[[\p{{L}}\p{{M}}\p{{N}}]--[{_UNSPACED_CJK}{_UNSPACED_SEA}]]"
+_WORD_CHAR = rf"[[\p{{L}}\p{{M}}\p{{N}}]--[{UNSPACED_SCRIPTS}]]"
 _TOKEN = regex.compile(
     rf"(?P<cjk>[{_UNSPACED_CJK}]\p{{M}}*)"
     rf"|(?P<sea>[{_UNSPACED_SEA}]\p{{M}}*)"

@@ -220,9 +220,13 @@ class DocumentLinker:
                 and (best.probability is None or best.probability >= self.params.min_probability)
                 and not is_modifier(best.concept_id, self.concept_types, self.params.modifier_types))
 
+    @property
+    def _depth(self) -> int:
+        """Candidates to rank per span: `top_k`, and `LOOKAHEAD` more where they will be calibrated."""
+        return self.params.top_k + (LOOKAHEAD if self.calibration is not None else 0)
+
     def _ranked(self, keys: list[SearchKey]) -> list[list[Candidate]]:
-        """The ranker's candidates, with `LOOKAHEAD` more where they will be calibrated."""
-        return _generate(self.ranker, keys, self.params.top_k + (LOOKAHEAD if self.calibration is not None else 0))
+        return _generate(self.ranker, keys, self._depth)
 
     def _calibrated(self, keys: list[SearchKey], found: list[list[Candidate]]) -> list[list[Candidate]]:
         """The first `top_k` candidates, with the `link` model's probability that their span is a
@@ -261,8 +265,7 @@ class DocumentLinker:
     def _linked_ngrams(self, span: Span, offset: int, detector: str, stopwords: frozenset[str],
                        lang: str | None) -> list[Proposal]:
         """The parts of a detected span that links as a whole to nothing, each decided as a span is."""
-        depth = self.params.top_k + (LOOKAHEAD if self.calibration is not None else 0)
-        parts = ngram_search(self.ranker, span.text, self.params.link_threshold, depth, stopwords, lang)
+        parts = ngram_search(self.ranker, span.text, self.params.link_threshold, self._depth, stopwords, lang)
         found = self._calibrated([_search_key(part.text, lang) for part in parts], [part.candidates for part in parts])
         return [Proposal(span.start + offset + part.start, span.start + offset + part.end, part.text, part.text,
                          candidates, None, f"{detector}+ngrams")
