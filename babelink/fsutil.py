@@ -10,6 +10,7 @@ import shutil
 import stat
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
 #: The staging and retired directories this process made: a leftover that carries this process's
 #: id but is not among them was left by an earlier process of the same id (containers reuse ids).
 _OWN_DIRECTORIES: set[Path] = set()
+#: Makes creating and remembering a directory one step for threads that sweep leftovers meanwhile.
+_OWN_LOCK = threading.Lock()
 
 
 def staging_directory(target: Path) -> Path:
@@ -38,18 +41,20 @@ def staging_directory(target: Path) -> Path:
 def _remove_leftovers(target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     prefix = f".{target.name}."
-    for leftover in target.parent.glob(f"{glob.escape(prefix)}*"):
-        pid = leftover.name[len(prefix) :].removeprefix("old-").removeprefix("init-").split(".")[0]
-        if pid.isdigit() and leftover.is_dir() and leftover not in _OWN_DIRECTORIES and (
-            int(pid) == os.getpid() or not _running(int(pid))
-        ):
-            shutil.rmtree(leftover, ignore_errors=True)
+    with _OWN_LOCK:
+        for leftover in target.parent.glob(f"{glob.escape(prefix)}*"):
+            pid = leftover.name[len(prefix) :].removeprefix("old-").removeprefix("init-").split(".")[0]
+            if pid.isdigit() and leftover.is_dir() and leftover not in _OWN_DIRECTORIES and (
+                int(pid) == os.getpid() or not _running(int(pid))
+            ):
+                shutil.rmtree(leftover, ignore_errors=True)
 
 
 def _own_sibling(target: Path, kind: str) -> Path:
     """A new empty directory `.NAME.KINDPID.random` beside `target`, remembered as this process's."""
-    made = Path(tempfile.mkdtemp(prefix=f".{target.name}.{kind}{os.getpid()}.", dir=target.parent))
-    _OWN_DIRECTORIES.add(made)
+    with _OWN_LOCK:
+        made = Path(tempfile.mkdtemp(prefix=f".{target.name}.{kind}{os.getpid()}.", dir=target.parent))
+        _OWN_DIRECTORIES.add(made)
     return made
 
 
