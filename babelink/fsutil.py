@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import hashlib
 import os
 import shutil
 import stat
@@ -110,17 +111,30 @@ def initial_directory(target: Path) -> Iterator[Path]:
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    """Write `text` to a temporary sibling of `path`, then rename it onto `path`: a reader, or a
+    """`write_bytes_atomic` of the UTF-8 text, newlines as given."""
+    write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Write `data` to a temporary sibling of `path`, then rename it onto `path`: a reader, or a
     run resumed after a kill, sees the old file or the complete new one, never a truncated one."""
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
-            stream.write(text)
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
         os.chmod(temporary, 0o644)
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        while chunk := stream.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def is_stream(path: str | Path) -> bool:

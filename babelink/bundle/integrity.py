@@ -6,11 +6,11 @@ A load checks the file list and sizes (cheap: a truncated or swapped file shows 
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable
 from pathlib import Path
 
 from babelink.errors import BundleError
+from babelink.fsutil import sha256_file
 
 MANIFEST = "manifest.json"
 
@@ -20,14 +20,6 @@ def file_records(root: Path, files: Iterable[Path]) -> dict:
     files = sorted(files)
     return {"files": {file.relative_to(root).as_posix(): sha256_file(file) for file in files},
             "sizes": {file.relative_to(root).as_posix(): file.stat().st_size for file in files}}
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as stream:
-        while chunk := stream.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def check_files(path: Path, files: dict[str, str], sizes: dict[str, int] | None) -> None:

@@ -23,8 +23,11 @@ ModelOption = Annotated[
         "--model", help="Dual encoder directory (babelink train dual): detects and links every mention in one pass.")
 ]
 InitOption = Annotated[
-    str, typer.Option("--init", help="'default' (bundled multilingual-e5-small) or a checkpoint directory.")
+    str, typer.Option("--init", help="'default' (bundled multilingual-e5-small), a packaged trained encoder's name "
+                                     "or a checkpoint directory.")
 ]
+DeviceOption = Annotated[str | None, typer.Option(
+    "--device", help="cuda, cuda:1, cpu, …; a GPU when one is present, else the CPU.")]
 MinProbabilityOption = Annotated[
     float | None, typer.Option(
         "--min-probability", min=0.0, max=1.0,

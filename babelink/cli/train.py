@@ -11,6 +11,7 @@ import typer
 
 from babelink.cli.options import (
     BundleOption,
+    DeviceOption,
     EncoderRateOption,
     EpochsOption,
     InitOption,
@@ -25,8 +26,9 @@ from babelink.fsutil import refuse_same_file
 from babelink.lang import parse_languages
 
 app = typer.Typer(no_args_is_help=True,
-                  help="Train models: the entity encoder (SAP), the contextual filter, the NER detector, the "
-                       "one-pass dual encoder (004); interpolate two checkpoints.")
+                  help="Train models: the entity encoder (SAP), a distilled student, the contextual filter, the "
+                       "NER detector, the one-pass dual encoder (004); interpolate two checkpoints; build the "
+                       "training pack of the GPU job.")
 
 
 def _progress(progress):
@@ -57,6 +59,10 @@ def train_sap(
     learning_rate: Annotated[float, typer.Option("--lr", help="Learning rate.")] = 2e-5,
     freeze_embeddings: Annotated[bool, typer.Option(
         "--freeze-embeddings", help="Keep the word embeddings fixed (CPU training).")] = False,
+    lora_rank: Annotated[int, typer.Option(
+        "--lora-rank", min=0, help="Train low-rank adapters of this rank only (a small file, out/"
+                                   "lora_adapters.safetensors, beside the merged checkpoint); 0: every weight.")] = 0,
+    device: DeviceOption = None,
     max_pairs_per_concept: Annotated[int, typer.Option(
         "--max-pairs-per-concept", min=1, help="At most this many synonym pairs of one concept (003 App. A.3).")] = 50,
     margin: Annotated[float, typer.Option("--margin", help="λ of the hard-triplet mining condition.")] = 0.2,
@@ -96,9 +102,9 @@ def train_sap(
     evaluate = dev_evaluator(eval_set, eval_data, knowledge_base, eval_distractors) if eval_set else None
     config = SapConfig(learning_rate=learning_rate, batch_pairs=batch_pairs, margin=margin, alpha=alpha, beta=beta,
                        epsilon=epsilon, epochs=epochs, max_steps=max_steps, max_minutes=max_minutes,
-                       freeze_embeddings=freeze_embeddings, seed=seed)
+                       freeze_embeddings=freeze_embeddings, lora_rank=lora_rank, seed=seed)
     start, settings = resolve_checkpoint(init)
-    trainer = SapTrainer(start, positives, out, config, settings)
+    trainer = SapTrainer(start, positives, out, config, settings, device=device)
     typer.echo(f"training on {len(positives):,} positive pairs, {trainer.total_steps:,} steps"
                + (f", resuming at step {trainer.state.step:,}" if trainer.state.step else ""), err=True)
     first_step, started = trainer.state.step, time.monotonic()
@@ -116,6 +122,62 @@ def train_sap(
     if trainer.state.evaluations:
         step, score = max(trainer.state.evaluations, key=lambda item: item[1])
         typer.echo(f"best {eval_set} Acc@1 {score:.4f} at step {step:,} (kept in {path})", err=True)
+
+
+@app.command("student")
+def train_student(
+    teacher: Annotated[str, typer.Option(
+        "--teacher", help="The trained encoder to distil: a checkpoint directory (train sap --out) or a packaged "
+                          "trained encoder's name.")],
+    kb: Annotated[Path, typer.Option("--kb", help="KB whose names the student learns to place as the teacher does.")],
+    out: Annotated[Path, typer.Option(
+        "--out", "-o", help="Output checkpoint directory (resumes from out/resume/ when present).")],
+    kb_format: KbFormatOption = None,
+    lang: Annotated[list[str] | None, typer.Option("--lang", help="Read only these KB languages.")] = None,
+    layers: Annotated[int, typer.Option("--layers", min=1, help="Layers the student keeps.")] = 3,
+    batch_size: Annotated[int, typer.Option("--batch-size", min=2, help="Names per step.")] = 512,
+    learning_rate: EncoderRateOption = 1e-4,
+    epochs: EpochsOption = 1,
+    max_minutes: MaxMinutesOption = None,
+    max_steps: MaxStepsOption = None,
+    device: DeviceOption = None,
+    seed: SeedOption = 0,
+) -> None:
+    """Distil a shallower, faster student from a trained encoder on a KB's names."""
+    from babelink.encoders import checkpoint_path
+    from babelink.kb.readers import read_kb
+    from babelink.progress import progress_bar
+    from babelink.text import normalize_name
+    from babelink.train.student import StudentConfig, StudentTrainer
+
+    refuse_same_file(out, [kb], "--out")
+    knowledge_base = read_kb(kb, kb_format, languages=parse_languages(lang))
+    names = [name for name in map(normalize_name, knowledge_base.names.column("name").to_pylist()) if name]
+    config = StudentConfig(layers=layers, batch_size=batch_size, learning_rate=learning_rate, epochs=epochs,
+                           max_steps=max_steps, max_minutes=max_minutes, seed=seed)
+    trainer = StudentTrainer(checkpoint_path(teacher), names, out, config, device=device)
+    typer.echo(f"distilling {layers} layers on {len(trainer.items):,} names, {trainer.total_steps:,} steps", err=True)
+    with progress_bar("training") as progress:
+        report = _progress(progress)
+        trainer.train(lambda state, _: report(state.step, trainer.total_steps, state.loss_history[-1]))
+    typer.echo(f"wrote {out} after {trainer.state.step:,} steps", err=True)
+
+
+@app.command("pack")
+def train_pack(
+    data: Annotated[Path, typer.Option(
+        "--data", help="The benchmark data directory (kb/, bench/, translations/), e.g. ../shared/data.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Pack directory to write.")],
+) -> None:
+    """Build the training pack a GPU job trains from (`python -m babelink.train.job`): ≤ 60 MiB."""
+    from babelink.encoders.e5_bundled import base_sha256, bundled_e5_path, bundled_model_file
+    from babelink.train.pack import build_pack, shared_sources
+
+    refuse_same_file(out, [data], "--out")
+    manifest = build_pack(shared_sources(data), out, bundled_model_file()[0], bundled_e5_path(), base_sha256(),
+                          "multilingual-e5-small")
+    typer.echo(f"wrote {out}: {manifest['bytes'] / 2**20:.1f} MiB, {manifest['base']['pieces']:,} pieces of the "
+               f"base kept, in {manifest['seconds']:.0f} s", err=True)
 
 
 @app.command("filter")

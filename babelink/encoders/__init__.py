@@ -55,14 +55,25 @@ def open_encoder(name: str | Path = DEFAULT, runtime: str = "torch", **settings)
         return bundled_encoder(**settings)
     from babelink.encoders.transformer import TransformerEncoder, settings_for
 
-    path = Path(name)
+    path = checkpoint_path(name)
     return TransformerEncoder(path, settings_for(path, **settings) if path.is_dir() else None)
+
+
+def checkpoint_path(name: str | Path) -> Path:
+    """A checkpoint directory, or the name of a trained encoder shipped with babelink
+    (`encoders.artefacts`), applied to the bundled e5 on first use."""
+    from babelink.encoders.artefacts import packaged, packaged_checkpoint
+
+    if not Path(name).is_dir() and str(name) in packaged():
+        return packaged_checkpoint(str(name))
+    return Path(name)
 
 
 def resolve_checkpoint(name: str | Path, **overrides) -> tuple[Path, EncoderSettings]:
     """The checkpoint directory an `--init` value names, and how to encode with it: `default` is
     the bundled multilingual-e5-small (converted into the cache on first use) with e5's pooling
-    and prefix; anything else is a directory with its own `babelink_encoder.json` or defaults.
+    and prefix; a packaged trained encoder's name or a directory comes with its own
+    `babelink_encoder.json` or defaults.
     `overrides` that are not None win."""
     from babelink.encoders.transformer import settings_for
 
@@ -70,11 +81,17 @@ def resolve_checkpoint(name: str | Path, **overrides) -> tuple[Path, EncoderSett
         from babelink.encoders.e5_bundled import E5_SETTINGS, bundled_e5_path
 
         return bundled_e5_path(), settings_for(bundled_e5_path(), **{**E5_SETTINGS, **overrides})
-    return Path(name), settings_for(Path(name), **overrides)
+    path = checkpoint_path(name)
+    return path, settings_for(path, **overrides)
 
 
 def manifest_entry(name: str | Path, encoder: Encoder) -> dict:
-    return {"name": str(name) if str(name) == DEFAULT else str(Path(name).absolute()), **encoder.describe()}
+    """A bundle names the bundled and the packaged encoders by name (they live in each machine's
+    cache), a checkpoint directory by its absolute path."""
+    from babelink.encoders.artefacts import packaged
+
+    by_name = str(name) == DEFAULT or (not Path(name).is_dir() and str(name) in packaged())
+    return {"name": str(name) if by_name else str(Path(name).absolute()), **encoder.describe()}
 
 
 def encoder_from_manifest(entry: dict, bundle: Path, runtime: str = "torch") -> Encoder:

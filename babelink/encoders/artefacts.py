@@ -1,0 +1,139 @@
+"""Trained encoders as artefacts: one safetensors file of at most 16 MiB holding what training
+changed, with its manifest (data and licences, steps, seconds, device, commit, base fingerprint)
+in the file's metadata.
+
+Two kinds, both applied to the base they were trained from:
+- `lora`: low-rank adapters of every linear layer (`<module>.lora_A`, `<module>.lora_B` with the
+  scale folded in); the base's weights plus `B @ A`;
+- `student`: a shallower encoder distilled from a trained one, every tensor but the word
+  embeddings (float16), which it shares with the base.
+
+Applying one writes a plain transformers checkpoint that `TransformerEncoder` loads; the packaged
+artefacts (`babelink/encoders/trained/`) are applied to the bundled e5 once and cached, as the
+bundled encoder itself is converted once. An artefact trained on another base is refused: its
+adapters or layers would compute something else without a word of warning.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from importlib import resources
+from pathlib import Path
+
+from babelink.errors import BabelinkError
+from babelink.fsutil import sha256_file, write_bytes_atomic, write_directory
+
+LORA_A, LORA_B = ".lora_A", ".lora_B"
+KINDS = ("lora", "student")
+MAX_BYTES = 16 * 2**20
+METADATA_KEY = "babelink"
+SUFFIX = ".safetensors"
+WORD_EMBEDDINGS = "embeddings.word_embeddings.weight"
+_REQUIRED = ("name", "kind", "base", "settings", "training")
+#: A base checkpoint's files that an applied artefact replaces rather than copies.
+_REPLACED = ("config.json", "model.safetensors", "babelink_encoder.json")
+
+
+def merge_lora(state: dict, adapters: dict) -> None:
+    """Add each adapter's `B @ A` to its linear layer's weight in `state` (in place)."""
+    for key, down in adapters.items():
+        if not key.endswith(LORA_A):
+            continue
+        module = key.removesuffix(LORA_A)
+        weight = state.get(module + ".weight")
+        delta = adapters[module + LORA_B].float() @ down.float()
+        if weight is None or weight.shape != delta.shape:
+            raise BabelinkError(f"adapter {module}: no {tuple(delta.shape)} weight of that name in the base model")
+        state[module + ".weight"] = weight + delta
+
+
+def write_artefact(path: Path, manifest: dict, tensors: dict) -> None:
+    """Write an artefact atomically; refused over `MAX_BYTES`, the most a package file may weigh."""
+    from safetensors.torch import save
+
+    missing = [field for field in _REQUIRED if field not in manifest]
+    if missing or manifest["kind"] not in KINDS:
+        raise BabelinkError(f"{path}: an artefact manifest needs {list(_REQUIRED)} and a kind in {KINDS}")
+    data = save({name: tensor.contiguous() for name, tensor in tensors.items()},
+                metadata={METADATA_KEY: json.dumps(manifest, sort_keys=True)})
+    if len(data) > MAX_BYTES:
+        raise BabelinkError(f"{path}: {len(data) / 2**20:.1f} MiB, over the {MAX_BYTES // 2**20} MiB an artefact "
+                            "may weigh; train a lower LoRA rank or fewer student layers")
+    write_bytes_atomic(Path(path), data)
+
+
+def read_manifest(path: Path) -> dict:
+    from safetensors import SafetensorError, safe_open
+
+    try:
+        with safe_open(str(path), "pt") as stream:
+            text = (stream.metadata() or {}).get(METADATA_KEY)
+    except (OSError, SafetensorError) as error:
+        raise BabelinkError(f"{path}: not a readable safetensors file: {error}") from None
+    try:
+        manifest = json.loads(text) if text else None
+    except json.JSONDecodeError as error:
+        raise BabelinkError(f"{path}: its babelink manifest is not JSON ({error})") from None
+    if not isinstance(manifest, dict) or any(field not in manifest for field in _REQUIRED):
+        raise BabelinkError(f"{path}: not a babelink encoder artefact (no manifest with {list(_REQUIRED)})")
+    if manifest["kind"] not in KINDS:
+        raise BabelinkError(f"{path}: kind {manifest['kind']!r}, expected one of {KINDS}")
+    return manifest
+
+
+def apply_artefact(path: Path, base_dir: Path, base_sha256: str, target: Path) -> None:
+    """Write the checkpoint of artefact `path` applied to the base checkpoint `base_dir`, whose
+    model file's SHA-256 (`e5_bundled.base_sha256`) is `base_sha256`, into `target` (atomically)."""
+    from safetensors.torch import load_file, save_file
+
+    manifest = read_manifest(path)
+    trained_on = manifest["base"].get("sha256")
+    if trained_on != base_sha256:
+        raise BabelinkError(f"{path}: trained on base encoder {str(trained_on)[:12]} ({manifest['base'].get('name')}), "
+                            f"not on {base_sha256[:12]} at {base_dir}; apply it to the base it was trained on")
+    tensors = load_file(str(path))
+    state = load_file(str(Path(base_dir) / "model.safetensors"))
+    config = json.loads((Path(base_dir) / "config.json").read_text())
+    if manifest["kind"] == "lora":
+        merge_lora(state, tensors)
+    else:
+        state = {name: tensor.float() for name, tensor in tensors.items()} | {WORD_EMBEDDINGS: state[WORD_EMBEDDINGS]}
+        config["num_hidden_layers"] = manifest["layers"]
+
+    def write(staging: Path) -> None:
+        for file in Path(base_dir).iterdir():
+            if file.is_file() and file.name not in _REPLACED:
+                shutil.copy2(file, staging / file.name)
+        (staging / "config.json").write_text(json.dumps(config, indent=2))
+        save_file(state, str(staging / "model.safetensors"), metadata={"format": "pt"})
+        (staging / "babelink_encoder.json").write_text(json.dumps(manifest["settings"], indent=2))
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    write_directory(target, write)
+
+
+def packaged() -> dict[str, Path]:
+    """name -> file of every artefact shipped in the package."""
+    folder = Path(str(resources.files("babelink.encoders") / "trained"))
+    return {file.name.removesuffix(SUFFIX): file for file in sorted(folder.glob("*" + SUFFIX))} if folder.is_dir() \
+        else {}
+
+
+def packaged_checkpoint(name: str) -> Path:
+    """The checkpoint of packaged artefact `name` applied to the bundled e5, applying it into the
+    cache on first use (named after the artefact's SHA-256, so an upgrade applies afresh)."""
+    from babelink.encoders.e5_bundled import base_sha256, bundled_e5_path
+    from babelink.home import babelink_home
+
+    available = packaged()
+    if name not in available:
+        known = ", ".join(available) or "none in this installation"
+        raise BabelinkError(f"no trained encoder named {name!r} (packaged: {known}); or give a checkpoint directory")
+    artefact = available[name]
+    digest = sha256_file(artefact)[:12]
+    target = babelink_home() / "encoders" / f"{name}-{digest}"
+    if not (target / "config.json").is_file():
+        apply_artefact(artefact, bundled_e5_path(), base_sha256(), target)
+    return target
+

@@ -1,0 +1,392 @@
+"""The GPU training job: one command that trains, distils, evaluates and exports the encoder
+artefacts from a training pack (`train.pack`) within a time budget.
+
+    python -m babelink.train.job --pack PACK --out OUT [--minutes 8.5] [--device cuda]
+
+Built for a lent GPU (one command of at most 10 minutes, no package registry, 16 MiB per file
+back): it needs torch, transformers, peft, safetensors and numpy, nothing that reads KBs. The
+plan (`PLAN`):
+
+1. the untrained base, evaluated first: the same-run baseline;
+2. SAP (003 §2) with LoRA on every synonym source and the MUSE translation pairs (001 §2.2) with
+   German and Japanese left out of training entirely, evaluated only: how the method carries to a
+   language it never saw;
+3. the same on every language: a research artefact (MUSE is CC BY-NC 4.0);
+4. SAP on the sources a default may be trained on (open-umls synonyms, QUAERO train mentions);
+5. a 3-layer student distilled from 4 (`train.student`), for CPU speed.
+
+Each training stage keeps its best checkpoint by a dev score (QUAERO, NCBI-disease and BC5CDR
+dev against a sample of their KB, never XL-BEL or Mantra). Stages share the time left after the
+baseline in fixed proportions; steps per second are measured once per trainer kind, so each
+learning-rate schedule runs to its end within its share. Every model is evaluated on every set of
+the pack (Acc@1 and Acc@5 per language, the KB's full name list), and `results.json` in OUT is
+rewritten after each stage, so a run cut short still reports what it finished. A failing stage
+is recorded and the job goes on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+from collections import defaultdict
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from babelink.checkpoint import write_settings
+from babelink.encoders.artefacts import SUFFIX, apply_artefact, read_manifest, write_artefact
+from babelink.encoders.transformer import SETTINGS_FILE, EncoderSettings, TransformerEncoder, settings_for
+from babelink.fsutil import write_text_atomic
+from babelink.train import pack as packs
+from babelink.train.pairs import MAX_PAIRS_PER_CONCEPT, PositivePair, positive_pairs
+from babelink.train.sap import LORA_FILE, SapConfig, SapTrainer
+from babelink.train.student import StudentConfig, StudentTrainer
+
+RESULTS = "results.json"
+DEV_SETS = ("quaero-dev", "ncbi-dev", "bc5cdr-dev")
+#: Concepts besides the dev gold ones in the dictionary of the dev score.
+DEV_DISTRACTORS = 2000
+#: Seconds kept free at the end of the budget (writing results, the process's exit).
+MARGIN_SECONDS = 20
+
+
+@dataclass(frozen=True)
+class SapStage:
+    name: str
+    names: tuple[str, ...]  # the pack's name sources
+    translations: bool  # the pack's translation pairs
+    hold_out: tuple[str, ...]  # languages left out of training
+    share: float  # of the training time
+    ship: bool
+    lora_rank: int = 16
+    learning_rate: float = 2e-4
+    batch_pairs: int = 256
+
+
+@dataclass(frozen=True)
+class StudentStage:
+    name: str
+    teacher: str
+    layers: int
+    share: float
+    ship: bool
+    batch_size: int = 512
+    learning_rate: float = 1e-4
+
+
+EVERY_SOURCE = ("open-umls", "ctd-medic", "quaero-train", "ncbi-train", "bc5cdr-train")
+DEFAULT_SOURCES = ("open-umls", "quaero-train")
+PLAN = (
+    SapStage("e5-sap-loo-de-ja", EVERY_SOURCE, True, ("de", "ja"), 0.24, ship=False),
+    SapStage("e5-sap-muse", EVERY_SOURCE, True, (), 0.26, ship=True),
+    SapStage("e5-sap", DEFAULT_SOURCES, False, (), 0.24, ship=True),
+    StudentStage("e5-sap-student3", "e5-sap", 3, 0.26, ship=True),
+)
+
+
+class PackEvaluator:
+    """Concept-level Acc@1 / Acc@5 of an encoder on the pack's sets against their KB's names: all
+    of them, or (`distractors`) the gold concepts' and that many others' (a quick dev score, or a
+    smoke run on a CPU)."""
+
+    def __init__(self, pack: Path, manifest: dict, device: torch.device, distractors: int | None = None):
+        self.device, self.distractors = device, distractors
+        self.names: dict[str, list[str]] = {}
+        self.concepts_of: dict[str, list[tuple[str, ...]]] = {}
+        for key, entry in manifest["names"].items():
+            if key != entry["kb"]:  # a corpus's mentions are training data, not KB names
+                continue
+            by_name: dict[str, list[str]] = defaultdict(list)
+            for concept, _, name in packs.read_rows(pack, entry):
+                by_name[name].append(concept)
+            self.names[key] = list(by_name)
+            self.concepts_of[key] = [tuple(dict.fromkeys(concepts)) for concepts in by_name.values()]
+        self.sets = {key: (entry["kb"], packs.read_rows(pack, entry)) for key, entry in manifest["eval"].items()}
+
+    def evaluate(self, encoder: TransformerEncoder, sets: tuple[str, ...] | None = None,
+                 distractors: int | None = None) -> dict:
+        """set -> language -> {n, acc1, acc5}, `all` pooling the set's languages."""
+        distractors = self.distractors if distractors is None else distractors
+        results, dictionaries = {}, {}
+        for key, (kb, rows) in self.sets.items():
+            if sets is not None and key not in sets:
+                continue
+            if distractors is not None or kb not in dictionaries:
+                names, concepts = self._dictionary(kb, rows, distractors)
+                dictionaries[kb] = (self._encode(encoder, names), concepts)
+            ranked = self._ranked(encoder, [row[1] for row in rows], *dictionaries[kb])
+            results[key] = _accuracy(rows, ranked)
+        return results
+
+    def dev_score(self, encoder: TransformerEncoder) -> float:
+        """Mean Acc@1 over the dev sets, each against its gold concepts and `DEV_DISTRACTORS` others."""
+        distractors = DEV_DISTRACTORS if self.distractors is None else min(DEV_DISTRACTORS, self.distractors)
+        results = self.evaluate(encoder, DEV_SETS, distractors)
+        return float(np.mean([value["all"]["acc1"] for value in results.values()])) if results else 0.0
+
+    def _dictionary(self, kb: str, rows: list[list[str]], distractors: int | None
+                    ) -> tuple[list[str], list[tuple[str, ...]]]:
+        if distractors is None:
+            return self.names[kb], self.concepts_of[kb]
+        gold = {concept for row in rows for concept in row[2].split("|")}
+        others = sorted({c for concepts in self.concepts_of[kb] for c in concepts} - gold)
+        keep = gold | set(random.Random(0).sample(others, min(distractors, len(others))))
+        chosen = [i for i, concepts in enumerate(self.concepts_of[kb]) if keep.intersection(concepts)]
+        return [self.names[kb][i] for i in chosen], [self.concepts_of[kb][i] for i in chosen]
+
+    def _encode(self, encoder: TransformerEncoder, texts: list[str]) -> torch.Tensor:
+        dtype = torch.float16 if self.device.type == "cuda" else torch.float32
+        return torch.from_numpy(encoder.encode(texts)).to(self.device, dtype)
+
+    def _ranked(self, encoder, queries: list[str], names: torch.Tensor, concepts_of: list[tuple[str, ...]],
+                depth: int = 5, shortlist: int = 32) -> list[list[str]]:
+        """Each query's first `depth` concepts, in the order of their best name among the `shortlist` nearest."""
+        ranked = []
+        query_vectors = self._encode(encoder, queries)
+        for start in range(0, len(queries), 1024):
+            scores = query_vectors[start : start + 1024] @ names.T
+            top = scores.topk(min(shortlist, names.shape[0]), dim=1).indices.cpu().tolist()
+            for indexes in top:
+                concepts = dict.fromkeys(c for index in indexes for c in concepts_of[index])
+                ranked.append(list(concepts)[:depth])
+        return ranked
+
+
+def _accuracy(rows: list[list[str]], ranked: list[list[str]]) -> dict:
+    hits: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
+    for (lang, _, gold), concepts in zip(rows, ranked):
+        gold_ids = set(gold.split("|"))
+        hit = (bool(concepts) and concepts[0] in gold_ids, bool(gold_ids.intersection(concepts)))
+        hits[lang].append(hit)
+        hits["all"].append(hit)
+    return {lang: {"n": len(values), "acc1": round(float(np.mean([v[0] for v in values])), 4),
+                   "acc5": round(float(np.mean([v[1] for v in values])), 4)} for lang, values in hits.items()}
+
+
+class Job:
+    def __init__(self, pack: Path, out: Path, minutes: float, device: str, max_steps: int | None = None,
+                 plan=PLAN, distractors: int | None = None):
+        self.started = time.monotonic()
+        self.pack, self.out, self.plan, self.max_steps = Path(pack), Path(out), plan, max_steps
+        self.distractors = distractors
+        self.deadline = self.started + 60 * minutes
+        self.device = torch.device(device)
+        self.manifest = packs.read_manifest(self.pack)
+        self.work = Path(tempfile.mkdtemp(prefix="babelink-job-"))
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.results: dict = {
+            "device": _device_name(self.device), "torch": torch.__version__,
+            "pack": {k: self.manifest[k] for k in ("commit", "created", "base", "bytes")},
+            "plan": [asdict(stage) for stage in plan], "stages": {}, "evaluation": {}}
+        self.checkpoints: dict[str, Path] = {}
+        self.rates: dict[str, float] = {}
+
+    def log(self, message: str) -> None:
+        line = f"[{time.monotonic() - self.started:7.1f}s] {message}"
+        print(line, flush=True)
+        with open(self.out / "job.log", "a", encoding="utf-8") as stream:
+            stream.write(line + "\n")
+
+    def save(self) -> None:
+        self.results["seconds"] = round(time.monotonic() - self.started, 1)
+        write_text_atomic(self.out / RESULTS, json.dumps(self.results, indent=1, ensure_ascii=False))
+
+    def run(self) -> dict:
+        try:
+            self.base = self.work / "base"
+            from babelink.encoders.e5_bundled import convert_e5_file
+
+            convert_e5_file(self.pack / self.manifest["base"]["file"], self.base)
+            # encoded as the bundled e5 is (`E5_SETTINGS`); trained and applied checkpoints inherit it
+            write_settings(self.base, SETTINGS_FILE, EncoderSettings(**self.manifest["base"]["settings"]))
+            self.evaluator = PackEvaluator(self.pack, self.manifest, self.device, self.distractors)
+            self.log(f"device {self.results['device']}; base converted, {len(self.evaluator.sets)} evaluation sets")
+            began = time.monotonic()
+            self.evaluate("base", self.base)
+            evaluation_seconds = time.monotonic() - began
+            # each stage also evaluates its model, scores dev three times, probes, exports and applies
+            reserve = len(self.plan) * (2.5 * evaluation_seconds + 10)
+            self.training_seconds = max(self.deadline - time.monotonic() - MARGIN_SECONDS - reserve, 0.0)
+            self.log(f"baseline evaluated in {evaluation_seconds:.1f}s; {self.training_seconds:.0f}s to train")
+            for stage in self.plan:
+                try:
+                    self.run_stage(stage)
+                except Exception as error:  # noqa: BLE001 — one failed stage must not cost the others
+                    self.results["stages"][stage.name] = {"error": f"{type(error).__name__}: {error}",
+                                                          "traceback": traceback.format_exc(limit=8)}
+                    self.log(f"{stage.name} FAILED: {error}")
+                self.save()
+        finally:
+            self.save()
+            shutil.rmtree(self.work, ignore_errors=True)
+        return self.results
+
+    def evaluate(self, name: str, checkpoint: Path) -> None:
+        began = time.monotonic()
+        encoder = self.encoder(checkpoint)
+        self.results["evaluation"][name] = evaluation = self.evaluator.evaluate(encoder)
+        headline = {key: value["all"]["acc1"] for key, value in evaluation.items()}
+        self.log(f"evaluated {name} in {time.monotonic() - began:.1f}s: {headline}")
+        self.save()
+
+    def encoder(self, checkpoint: Path) -> TransformerEncoder:
+        """The checkpoint as `normalize` would encode with it, in larger batches on a GPU."""
+        batch_size = 1024 if self.device.type == "cuda" else None
+        return TransformerEncoder(checkpoint, settings_for(checkpoint, batch_size=batch_size), device=str(self.device))
+
+    def run_stage(self, stage) -> None:
+        seconds = stage.share * self.training_seconds
+        remaining = self.deadline - time.monotonic() - MARGIN_SECONDS
+        seconds = min(seconds, remaining)
+        if seconds <= 5:
+            raise RuntimeError(f"no time left ({remaining:.0f}s)")
+        kind = type(stage).__name__
+        trainer = self.sap_trainer(stage, seconds) if kind == "SapStage" else self.student_trainer(stage, seconds)
+        self.log(f"{stage.name}: {len(trainer.items):,} items, {trainer.total_steps:,} steps in {seconds:.0f}s")
+        began = time.monotonic()
+        if kind == "SapStage":
+            trainer.train(evaluate=self.evaluator.dev_score, eval_every=max(1, trainer.total_steps // 2))
+        else:
+            trainer.train()
+        trained = time.monotonic() - began
+        state = trainer.state
+        record = {"steps": state.step, "seconds": round(trained, 1), "items": len(trainer.items),
+                  "config": asdict(trainer.config), "dev_scores": state.evaluations,
+                  "loss": [round(v, 4) for v in state.loss_history[:: max(1, len(state.loss_history) // 50)]]}
+        self.results["stages"][stage.name] = record
+        artefact = self.work / (stage.name + SUFFIX)
+        self.export(stage, trainer, record, artefact)
+        checkpoint = self.work / f"{stage.name}-applied"
+        apply_artefact(artefact, self.base, self.manifest["base"]["sha256"], checkpoint)
+        self.checkpoints[stage.name] = checkpoint
+        self.evaluate(stage.name, checkpoint)
+        if stage.ship:
+            manifest = read_manifest(artefact)
+            manifest["evaluation"] = self.results["evaluation"][stage.name]
+            from safetensors.torch import load_file
+
+            write_artefact(self.out / artefact.name, manifest, load_file(str(artefact)))
+            record["artefact"] = artefact.name
+        del trainer
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
+
+    def steps(self, kind: str, seconds: float, probe) -> int:
+        """Steps that fit `seconds`, from a rate measured once per trainer kind (`probe()` builds a
+        throwaway trainer); `max_steps` (toy runs) caps it."""
+        if self.max_steps is not None:
+            return self.max_steps
+        if kind not in self.rates:
+            times: list[float] = []
+            probe().train(lambda state, elapsed: times.append(elapsed))
+            self.rates[kind] = (len(times) - 3) / max(times[-1] - times[2], 1e-6)
+            self.results.setdefault("steps_per_second", {})[kind] = round(self.rates[kind], 2)
+            self.log(f"{kind}: {self.rates[kind]:.1f} steps/s")
+        return max(1, int(0.92 * self.rates[kind] * seconds))
+
+    def sap_trainer(self, stage: SapStage, seconds: float) -> SapTrainer:
+        pairs = self.sap_pairs(stage)
+
+        def config(steps: int) -> SapConfig:
+            return SapConfig(learning_rate=stage.learning_rate, batch_pairs=stage.batch_pairs,
+                             lora_rank=stage.lora_rank, max_steps=steps, checkpoint_every=10**9, epochs=10**6,
+                             max_minutes=seconds / 60 if steps > 20 else None)
+
+        steps = self.steps("sap", seconds, lambda: SapTrainer(self.base, pairs, self.work / "probe-sap", config(20),
+                                                              device=str(self.device)))
+        return SapTrainer(self.base, pairs, self.work / stage.name, config(steps), device=str(self.device))
+
+    def student_trainer(self, stage: StudentStage, seconds: float) -> StudentTrainer:
+        teacher = self.checkpoints[stage.teacher]
+        sources = next(s for s in self.plan if s.name == stage.teacher).names
+        names = [row[2] for key in sources for row in packs.read_rows(self.pack, self.manifest["names"][key])]
+
+        def config(steps: int) -> StudentConfig:
+            return StudentConfig(layers=stage.layers, batch_size=stage.batch_size, learning_rate=stage.learning_rate,
+                                 max_steps=steps, max_minutes=seconds / 60 if steps > 20 else None,
+                                 checkpoint_every=10**9, epochs=10**6)
+
+        steps = self.steps("student", seconds, lambda: StudentTrainer(teacher, names, self.work / "probe-student",
+                                                                      config(20), device=str(self.device)))
+        return StudentTrainer(teacher, names, self.work / stage.name, config(steps), device=str(self.device))
+
+    def sap_pairs(self, stage: SapStage) -> list[PositivePair]:
+        hold_out = set(stage.hold_out)
+        names = [(name, f"{entry['kb']}:{concept}")
+                 for key in stage.names for entry in [self.manifest["names"][key]]
+                 for concept, lang, name in packs.read_rows(self.pack, entry) if lang not in hold_out]
+        pairs = positive_pairs(names, MAX_PAIRS_PER_CONCEPT)
+        if stage.translations:
+            for lang, entry in self.manifest["pairs"].items():
+                if lang not in hold_out:
+                    pairs += [PositivePair(english, foreign, f"muse-{lang}#{index}")
+                              for index, (english, foreign) in enumerate(packs.read_rows(self.pack, entry))]
+        return pairs
+
+    def export(self, stage, trainer, record: dict, path: Path) -> None:
+        from safetensors.torch import load_file
+
+        from babelink.encoders.artefacts import WORD_EMBEDDINGS
+
+        trained = trainer.out
+        settings = json.loads((trained / "babelink_encoder.json").read_text())
+        sources = self.sources_of(stage)
+        manifest = {"name": stage.name, "base": {k: self.manifest["base"][k] for k in ("name", "sha256")},
+                    "settings": settings,
+                    "training": {"sources": {s: self.manifest["licences"][s] for s in sources},
+                                 "default_eligible": all(self.manifest["default_eligible"][s] for s in sources),
+                                 "hold_out": list(getattr(stage, "hold_out", ())),
+                                 "steps": record["steps"], "seconds": record["seconds"], "items": record["items"],
+                                 "config": record["config"], "device": self.results["device"],
+                                 "commit": self.manifest["commit"], "pack_created": self.manifest["created"]}}
+        if isinstance(stage, SapStage):
+            write_artefact(path, {**manifest, "kind": "lora"}, load_file(str(trained / LORA_FILE)))
+        else:
+            state = load_file(str(trained / "model.safetensors"))
+            base = load_file(str(self.base / "model.safetensors"))
+            if not torch.equal(state[WORD_EMBEDDINGS], base[WORD_EMBEDDINGS]):
+                raise RuntimeError("the student's word embeddings are not the base's; it cannot ship without them")
+            tensors = {name: tensor.half() for name, tensor in state.items() if name != WORD_EMBEDDINGS}
+            write_artefact(path, {**manifest, "kind": "student", "layers": trainer.config.layers}, tensors)
+
+    def sources_of(self, stage) -> list[str]:
+        if isinstance(stage, StudentStage):
+            return self.sources_of(next(s for s in self.plan if s.name == stage.teacher))
+        named = {self.manifest["names"][key]["source"] for key in stage.names}
+        return sorted(named | ({"muse"} if stage.translations and self.manifest["pairs"] else set()))
+
+
+def _device_name(device: torch.device) -> str:
+    if device.type == "cuda":
+        return f"{torch.cuda.get_device_name(device)} (CUDA {torch.version.cuda})"
+    import platform
+
+    return f"CPU {platform.processor() or platform.machine()}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pack", type=Path, required=True, help="training pack (babelink train pack)")
+    parser.add_argument("--out", type=Path, required=True, help="folder for results.json, job.log and artefacts")
+    parser.add_argument("--minutes", type=float, default=8.5, help="wall-clock budget of the whole job")
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--max-steps", type=int, default=None, help="cap every stage's steps (a toy run)")
+    parser.add_argument("--distractors", type=int, default=None,
+                        help="evaluate against the gold concepts and this many others, not the whole KB (a CPU run)")
+    args = parser.parse_args(argv)
+    results = Job(args.pack, args.out, args.minutes, args.device, args.max_steps, distractors=args.distractors).run()
+    failed = [name for name, stage in results["stages"].items() if "error" in stage]
+    print(json.dumps({name: value["all"]["acc1"] for name, value in results["evaluation"].get("base", {}).items()}))
+    return 1 if failed or not results["stages"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,40 @@
+"""Distilling a student: evenly spaced layers, a loss that falls, word embeddings left as they were."""
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from babelink.encoders.transformer import TransformerEncoder
+from babelink.errors import BabelinkError
+from babelink.train.student import StudentConfig, StudentTrainer, kept_layers
+
+NAMES = ["fever", "pyrexia", "fiebre", "headache", "cephalalgia", "asthma", "asma", "diabetes", "dm", "cough",
+         "tos", "rash", "exantema", "anemia", "anaemia", "sepsis"]
+
+
+def test_kept_layers_are_evenly_spaced_from_first_to_last():
+    assert kept_layers(12, 3) == [0, 6, 11]  # round(5.5) is 6: banker's rounding
+    assert kept_layers(12, 4) == [0, 4, 7, 11]
+    assert kept_layers(12, 1) == [11] and kept_layers(2, 2) == [0, 1]
+    with pytest.raises(BabelinkError, match="1 to 12 layers"):
+        kept_layers(12, 13)
+
+
+def test_the_student_learns_the_teachers_places(tiny_encoder_dir, tmp_path):
+    config = StudentConfig(layers=1, batch_size=8, learning_rate=1e-3, max_steps=30, epochs=100, seed=3)
+    trainer = StudentTrainer(tiny_encoder_dir, NAMES, tmp_path / "student", config)
+    assert trainer.model.config.num_hidden_layers == 1
+    trainer.model.eval()
+    with torch.no_grad():
+        before = trainer.loss(NAMES[:8]).item()
+    out = trainer.train()
+    trainer.model.eval()
+    with torch.no_grad():
+        assert trainer.loss(NAMES[:8]).item() < before
+    student, teacher = load_file(str(out / "model.safetensors")), load_file(str(tiny_encoder_dir / "model.safetensors"))
+    assert not any(name.startswith("encoder.layer.1.") for name in student)
+    assert torch.equal(student["embeddings.word_embeddings.weight"], teacher["embeddings.word_embeddings.weight"])
+    encoder = TransformerEncoder(out)
+    assert encoder.model.config.num_hidden_layers == 1 and encoder.encode(["fever"]).shape == (1, encoder.dimension)
+    with pytest.raises(BabelinkError, match="no names"):
+        StudentTrainer(tiny_encoder_dir, [], tmp_path / "none", config)
