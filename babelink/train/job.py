@@ -211,14 +211,14 @@ class Job:
             self.log(f"device {self.results['device']}; base converted, {len(self.evaluator.sets)} evaluation sets")
             began = time.monotonic()
             self.evaluate("base", self.base)
-            evaluation_seconds = time.monotonic() - began
-            # each stage also evaluates its model, scores dev three times, probes, exports and applies
-            reserve = len(self.plan) * (2.5 * evaluation_seconds + 10)
-            self.training_seconds = max(self.deadline - time.monotonic() - MARGIN_SECONDS - reserve, 0.0)
-            self.log(f"baseline evaluated in {evaluation_seconds:.1f}s; {self.training_seconds:.0f}s to train")
-            for stage in self.plan:
+            # besides training, a stage evaluates its model, scores dev three times, loads, probes and exports;
+            # the estimate is replaced by what each stage measures
+            self.overhead = 1.5 * (time.monotonic() - began) + 15
+            for index, stage in enumerate(self.plan):
+                began, seconds = time.monotonic(), self.stage_seconds(index)
                 try:
-                    self.run_stage(stage)
+                    self.run_stage(stage, seconds)
+                    self.overhead = max(time.monotonic() - began - seconds, 0.0)
                 except Exception as error:  # noqa: BLE001 — one failed stage must not cost the others
                     self.results["stages"][stage.name] = {"error": f"{type(error).__name__}: {error}",
                                                           "traceback": traceback.format_exc(limit=8)}
@@ -242,12 +242,17 @@ class Job:
         batch_size = 1024 if self.device.type == "cuda" else None
         return TransformerEncoder(checkpoint, settings_for(checkpoint, batch_size=batch_size), device=str(self.device))
 
-    def run_stage(self, stage) -> None:
-        seconds = stage.share * self.training_seconds
-        remaining = self.deadline - time.monotonic() - MARGIN_SECONDS
-        seconds = min(seconds, remaining)
-        if seconds <= 5:
-            raise RuntimeError(f"no time left ({remaining:.0f}s)")
+    def stage_seconds(self, index: int) -> float:
+        """Training seconds of stage `index`: its share of what is left once every stage still to
+        run has had its overhead."""
+        rest = self.plan[index:]
+        available = self.deadline - time.monotonic() - MARGIN_SECONDS - len(rest) * self.overhead
+        return self.plan[index].share / sum(stage.share for stage in rest) * available
+
+    def run_stage(self, stage, seconds: float) -> None:
+        if seconds < 10 and self.max_steps is None:
+            raise RuntimeError(f"{max(seconds, 0):.0f}s of training left for it within --minutes (a stage's "
+                               f"evaluation and export take about {self.overhead:.0f}s)")
         kind = type(stage).__name__
         trainer = self.sap_trainer(stage, seconds) if kind == "SapStage" else self.student_trainer(stage, seconds)
         self.log(f"{stage.name}: {len(trainer.items):,} items, {trainer.total_steps:,} steps in {seconds:.0f}s")
