@@ -71,8 +71,8 @@ def check_language(code: str | None, field: str = "lang") -> str | None:
 
 
 def parse_languages(codes: list[str] | tuple[str, ...] | None, field: str = "--lang") -> frozenset[str] | None:
-    """`--lang es --lang ENG` or `--lang es,en` → {"es", "en"}; None or empty means every language;
-    a part that is not a code is an error naming `field` (`check_language`)."""
-    if not codes:
-        return None
-    return frozenset(check_language(part, field) for code in codes for part in code.split(",") if part.strip())
+    """`--lang es --lang ENG` or `--lang es,en` → {"es", "en"}; None, empty or blank (`--langs ""`)
+    means every language, as an empty `--types` or `--sources` means every type or source; a part
+    that is not a code is an error naming `field` (`check_language`)."""
+    found = frozenset(check_language(part, field) for code in codes or () for part in code.split(",") if part.strip())
+    return found or None

@@ -21,8 +21,8 @@ from spacy.util import filter_spans
 from babelink.batching import batched
 from babelink.formats.document import Document
 from babelink.lang import check_language
-from babelink.link.linker import Linker
 from babelink.link.mentions import LinkedDocument, LinkedMention
+from babelink.linker import Linker
 from babelink.retrieve.filters import NameFilter
 
 SPAN_EXTENSIONS = ("babelink_score", "babelink_probability", "babelink_name", "babelink_candidates")

@@ -28,8 +28,8 @@ from report import arguments, commit, machine, publish
 from babelink.bundle.store import read_manifest
 from babelink.corpus.ray_engine import link_with_ray
 from babelink.formats.pubtator import iter_pubtator
-from babelink.link.linker import Linker
 from babelink.link.mentions import LinkedDocument
+from babelink.linker import Linker
 
 PROJECTED_WORKERS = (8, 32, 128)
 

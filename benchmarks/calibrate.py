@@ -33,14 +33,14 @@ from pathlib import Path
 import numpy as np
 from report import ROOT, arguments, cached_bundle, commit, machine, publish, shared_path
 
+from babelink import augment
 from babelink.bundle.store import load_bundle
 from babelink.detect.overlaps import resolve_overlaps
 from babelink.eval.metrics import span_scores
 from babelink.formats import read_documents
 from babelink.formats.xlbel import read_xlbel
-from babelink.kb import augment
-from babelink.link.linker import Linker
 from babelink.link.modifiers import concept_types, is_modifier
+from babelink.linker import Linker
 from babelink.retrieve.calibration import (
     CALIBRATION_FILE,
     FEATURES,

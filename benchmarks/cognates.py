@@ -25,11 +25,11 @@ from modifiers import code_index, gold_by_codes
 from recall_gate import MUSE
 from report import arguments, cached_bundle, commit, machine, publish, shared_path
 
+from babelink import augment
 from babelink.bundle.store import load_bundle
 from babelink.eval import benchmark
 from babelink.eval.metrics import span_scores
-from babelink.kb import augment
-from babelink.link.linker import Linker
+from babelink.linker import Linker
 from babelink.train.context_filter import gold_mentions
 from babelink.translate import read_lexicons
 

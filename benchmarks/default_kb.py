@@ -25,7 +25,7 @@ from babelink.formats.brat import iter_brat
 from babelink.formats.document import mentions_from_documents
 from babelink.formats.pubtator import iter_pubtator
 from babelink.kb.default import build_default_kb, join_default_sources
-from babelink.link.linker import Linker
+from babelink.linker import Linker
 
 TOP_K = 5
 

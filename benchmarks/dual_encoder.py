@@ -51,13 +51,13 @@ from end_to_end import (
 )
 from report import arguments, cached_bundle, commit, machine, publish
 
+from babelink.augment import gold_resolver
 from babelink.bundle.store import load_bundle
 from babelink.detect.ner import NerDetector
 from babelink.eval.metrics import span_scores
 from babelink.formats import read_documents
-from babelink.kb.augment import gold_resolver
 from babelink.link.documents import LinkParams
-from babelink.link.linker import Linker
+from babelink.linker import Linker
 
 MANTRA = {"en": "English", "es": "Spanish", "fr": "French"}
 QUAERO_TRAIN = ("quaero/corpus/train/EMEA", "quaero/corpus/train/MEDLINE")

@@ -20,7 +20,7 @@ from report import arguments, cached_bundle, commit, machine, publish
 from babelink.bundle.store import load_bundle
 from babelink.encoders.cache import CachedEncoder
 from babelink.eval import benchmark
-from babelink.link.linker import Linker
+from babelink.linker import Linker
 from babelink.retrieve.generators import DenseGenerator
 
 PRECISIONS = {"default (bf16 autocast, baseline)": {}, "int8": {"encoder_settings": {"precision": "int8"}}}

@@ -39,6 +39,7 @@ from pathlib import Path
 
 from report import arguments, cached_bundle, commit, machine, publish
 
+from babelink import augment
 from babelink.batching import batched
 from babelink.bundle.store import DEFAULT_SWITCH_THRESHOLD, build_bundle, load_bundle
 from babelink.detect import MentionDetector
@@ -48,10 +49,9 @@ from babelink.eval.metrics import span_scores
 from babelink.formats import read_documents
 from babelink.formats.document import Document
 from babelink.home import babelink_home
-from babelink.kb import augment
 from babelink.link.context_filter import ContextFilter
 from babelink.link.documents import LinkParams
-from babelink.link.linker import Linker
+from babelink.linker import Linker
 from babelink.retrieve.generators import SparseGenerator
 from babelink.train import context_filter as filter_training
 from babelink.train.ner import evaluate_ner

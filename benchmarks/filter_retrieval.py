@@ -19,7 +19,7 @@ from report import arguments, cached_bundle, commit, machine, publish
 
 from babelink.bundle.store import load_bundle
 from babelink.eval import benchmark
-from babelink.link.linker import Linker
+from babelink.linker import Linker
 from babelink.retrieve.filters import NameFilter, allowed_concepts, allowed_names
 
 FILTERS = {"sources HPO": NameFilter.of(sources=["HPO"]), "sources MONDO, DOID": NameFilter.of(sources=["MONDO,DOID"]),

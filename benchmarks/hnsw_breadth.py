@@ -22,7 +22,7 @@ from report import arguments, cached_bundle, commit, machine, publish
 from babelink.bundle.store import load_bundle
 from babelink.eval import benchmark
 from babelink.index.dense import DenseNameIndex, DenseParams
-from babelink.link.linker import Linker
+from babelink.linker import Linker
 from babelink.retrieve.generators import DenseGenerator, HybridGenerator, HybridParams
 from babelink.text import normalize_name
 

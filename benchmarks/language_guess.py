@@ -26,13 +26,13 @@ from recall_gate import MUSE
 from report import arguments, cached_bundle, commit, machine, publish, shared_path
 
 import babelink.link.documents as documents_module
+from babelink import augment
 from babelink.bundle.store import load_bundle
 from babelink.detect.language import guess_language
 from babelink.detect.stopwords import guess_from_stopwords
 from babelink.detect.tokenize import tokenize
 from babelink.eval.metrics import span_scores
-from babelink.kb import augment
-from babelink.link.linker import Linker
+from babelink.linker import Linker
 from babelink.train.context_filter import gold_mentions
 from babelink.translate import read_lexicons
 

@@ -28,7 +28,7 @@ from dataclasses import replace
 from report import arguments, cached_bundle, commit, machine, publish
 
 from babelink.bundle.store import load_bundle
-from babelink.link.linker import Linker
+from babelink.linker import Linker
 from babelink.translate import read_lexicons
 from babelink.translate.lexicon import Lexicon
 from babelink.translate.render import Renderer, RenderParams, _Vocabulary

@@ -23,7 +23,7 @@ from report import arguments, cached_bundle, commit, machine, publish
 from babelink.bundle.store import load_bundle
 from babelink.errors import BabelinkError
 from babelink.formats.pubtator import iter_pubtator
-from babelink.link.linker import Linker
+from babelink.linker import Linker
 
 
 def _cases(data: Path, megabytes: float) -> dict[str, str]:

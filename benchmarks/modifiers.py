@@ -27,8 +27,8 @@ from babelink.detect.overlaps import resolve_overlaps
 from babelink.eval.metrics import span_scores
 from babelink.formats import read_documents
 from babelink.kb.base import KnowledgeBase
-from babelink.link.linker import Linker
 from babelink.link.modifiers import concept_types, is_modifier
+from babelink.linker import Linker
 
 #: set → (path under bench/, language, annotation types kept)
 SETS = {

@@ -27,13 +27,12 @@ from pathlib import Path
 
 from report import KB_FILES, arguments, cached_bundle, commit, machine, publish
 
+from babelink import augment
 from babelink.bundle.store import DEFAULT_SWITCH_THRESHOLD, build_bundle, load_bundle
 from babelink.eval import benchmark
 from babelink.index.sparse import TfidfNameIndex, TfidfParams
-from babelink.kb import augment
 from babelink.kb.store import load_kb
-from babelink.link.linker import Linker
-from babelink.retrieve.factory import generator_for
+from babelink.linker import Linker, generator_for
 from babelink.retrieve.generators import (
     DenseGenerator,
     ExactMatchGenerator,

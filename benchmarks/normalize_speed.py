@@ -24,7 +24,7 @@ from babelink.bundle.store import load_bundle
 from babelink.encoders import encoder_from_manifest
 from babelink.eval import benchmark
 from babelink.formats.xlbel import read_xlbel
-from babelink.link.linker import Linker
+from babelink.linker import Linker
 from babelink.retrieve.generators import HybridGenerator, HybridParams
 from babelink.retrieve.translation import CONFIDENT_SCORE, TranslatingGenerator
 from babelink.translate import Renderer, english_words, read_lexicons

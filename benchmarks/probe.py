@@ -187,7 +187,7 @@ def probe_kill_and_resume(work: Path, bundle: Path, corpus: Path) -> dict:
 REBUILD_LOADER = textwrap.dedent("""
     import collections, json, sys, time
     from babelink.bundle.store import load_bundle
-    from babelink.link.linker import Linker
+    from babelink.linker import Linker
     path, seconds = sys.argv[1], float(sys.argv[2])
     loads = wrong = 0
     errors = collections.Counter()

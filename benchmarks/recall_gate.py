@@ -20,11 +20,11 @@ from dataclasses import replace
 from calibrate import CORPORA, _documents
 from report import arguments, cached_bundle, commit, machine, publish, shared_path
 
+from babelink import augment
 from babelink.bundle.store import load_bundle
 from babelink.eval.metrics import span_scores
-from babelink.kb import augment
 from babelink.link.documents import LinkParams
-from babelink.link.linker import Linker
+from babelink.linker import Linker
 from babelink.train.context_filter import gold_mentions
 from babelink.translate import read_lexicons
 

@@ -115,5 +115,5 @@ def hpo_branches() -> dict[str, frozenset[str]]:
 
 #: Code that determines a bundle's indexes. Fusion and switching parameters are not in the key:
 #: benchmarks pass the current defaults (`HybridParams()`, `DEFAULT_SWITCH_THRESHOLD`) explicitly.
-BUNDLE_CODE = ("babelink/kb", "babelink/index", "babelink/encoders", "babelink/text.py")
+BUNDLE_CODE = ("babelink/kb", "babelink/index", "babelink/encoders", "babelink/text.py", "babelink/textio.py")
 KB_FILES = {"open-umls": "kb/open-umls/MRCONSO.RRF", "ctd-medic": "kb/ctd-medic/CTD_diseases.tsv.gz"}

@@ -24,7 +24,7 @@ from report import arguments, cached_bundle, commit, machine, publish
 
 from babelink.bundle.store import load_bundle
 from babelink.eval import benchmark
-from babelink.link.linker import Linker
+from babelink.linker import Linker
 from babelink.retrieve.generators import DenseGenerator, HybridGenerator, HybridParams
 from babelink.train.interpolate import RECORD_FILE
 

@@ -34,7 +34,7 @@ from babelink.bundle.store import Bundle, load_bundle
 from babelink.encoders.cache import CachedEncoder
 from babelink.formats import read_documents
 from babelink.formats.xlbel import read_xlbel
-from babelink.link.linker import Linker
+from babelink.linker import Linker
 from babelink.translate import read_lexicons
 
 MUSE = "translations/muse"

@@ -21,12 +21,11 @@ from pathlib import Path
 
 from report import arguments, cached_bundle, commit, machine, publish
 
+from babelink import augment
 from babelink.bundle.store import build_bundle, load_bundle
 from babelink.encoders.cache import CachedEncoder
 from babelink.eval import benchmark
-from babelink.kb import augment
-from babelink.link.linker import Linker
-from babelink.retrieve.factory import generator_for
+from babelink.linker import Linker, generator_for
 from babelink.retrieve.generators import HybridGenerator, HybridParams
 from babelink.retrieve.switching import SwitchingGenerator
 

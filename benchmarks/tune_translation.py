@@ -23,7 +23,7 @@ from report import arguments, cached_bundle, commit, machine, publish, shared_pa
 
 from babelink.bundle.store import load_bundle
 from babelink.eval import benchmark
-from babelink.retrieve.factory import generator_for
+from babelink.linker import generator_for
 from babelink.retrieve.translation import TranslatingGenerator, fuse
 from babelink.text import normalize_name, written_in_capitals
 from babelink.translate import Renderer, english_words, read_lexicons

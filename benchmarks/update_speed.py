@@ -25,7 +25,7 @@ from babelink.bundle.store import build_bundle, load_bundle
 from babelink.bundle.update import update_bundle
 from babelink.kb.base import KnowledgeBase
 from babelink.kb.readers import read_kb
-from babelink.link.linker import Linker
+from babelink.linker import Linker
 from babelink.text import normalize_name
 
 

@@ -12,7 +12,7 @@ from support import build_sparse_bundle
 
 from babelink.errors import BabelinkError, InvalidInputError
 from babelink.kb.readers import read_kb
-from babelink.link.linker import Linker
+from babelink.linker import Linker
 
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 

@@ -27,6 +27,7 @@ from functools import cached_property
 from importlib.metadata import version
 from pathlib import Path
 
+from babelink.augment import DftRecord
 from babelink.bundle.integrity import MANIFEST, check_files, file_records
 from babelink.encoders import DEFAULT, Encoder, encoder_from_manifest, manifest_entry, open_encoder
 from babelink.encoders.cache import CachedEncoder
@@ -35,7 +36,6 @@ from babelink.fsutil import replace_directory, staging_directory
 from babelink.index.dense import DenseNameIndex, DenseParams, StoredNameVectors, embed_strings
 from babelink.index.names import NameTable
 from babelink.index.sparse import TfidfNameIndex, TfidfParams
-from babelink.kb.augment import DftRecord
 from babelink.kb.base import KnowledgeBase
 from babelink.kb.store import load_kb, save_kb
 from babelink.retrieve.calibration import script_shares

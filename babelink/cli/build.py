@@ -70,9 +70,9 @@ def build(
              "senses); how the embedded default translates.")] = False,
 ) -> None:
     """Read a KB and write a bundle (KB + TF-IDF and/or dense index + manifest)."""
+    from babelink import augment
     from babelink.bundle.store import DEFAULT_SWITCH_THRESHOLD, build_bundle
     from babelink.index.dense import DenseParams
-    from babelink.kb import augment
     from babelink.kb.obo import read_obo_branches, types_from_ontology
     from babelink.kb.readers import read_kb
     from babelink.progress import progress_bar

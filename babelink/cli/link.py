@@ -135,7 +135,7 @@ def link(
         results = link_with_ray(documents, done, bundle=bundle, context_filter=context_filter, params=params,
                                 batch_size=batch_size, workers=ray_workers, address=ray_address)
     else:
-        from babelink.link.linker import Linker
+        from babelink.linker import Linker
 
         # loaded now; documents link lazily. Texts on the command line: start fast (no torch); a file: encode fast
         linker = Linker.open(bundle, filter=context_filter, ner=ner, name_filter=name_filter, model=model,

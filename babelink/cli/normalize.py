@@ -56,8 +56,8 @@ def normalize(
     """Rank KB concepts for each mention (any language)."""
     from babelink.formats.inputs import read_mentions
     from babelink.fsutil import atomic_output
-    from babelink.link.linker import Linker
     from babelink.link.records import normalize_lines, tsv_header, tsv_rows
+    from babelink.linker import Linker
 
     if bool(mentions) == bool(input_path):
         raise InvalidInputError("give mentions as arguments or --input FILE, not both or neither")

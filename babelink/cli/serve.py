@@ -58,7 +58,7 @@ def serve(
     """Serve normalize and link over HTTP: REST API (OpenAPI at /docs) and a viewer page at /."""
     import uvicorn
 
-    from babelink.link.linker import Linker
+    from babelink.linker import Linker
     from babelink.retrieve.filters import NameFilter
     from babelink.serve import ServiceLimits, create_app
 

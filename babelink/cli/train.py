@@ -80,8 +80,8 @@ def train_sap(
         "--eval-distractors", min=0, help="Concepts besides the dev gold ones in the evaluation dictionary.")] = 5000,
 ) -> None:
     """Self-alignment pretraining of the encoder on KB synonyms and translation pairs."""
+    from babelink.augment import read_annotated
     from babelink.encoders import resolve_checkpoint
-    from babelink.kb.augment import read_annotated
     from babelink.kb.readers import read_kb
     from babelink.progress import progress_bar
     from babelink.train.evaluation import dev_evaluator
@@ -217,7 +217,7 @@ def train_filter(
 ) -> None:
     """Train the contextual relevance filter (000 §4.4) on the documents the bundle's DFT did not consume."""
     from babelink.formats import read_documents
-    from babelink.link.linker import Linker
+    from babelink.linker import Linker
     from babelink.progress import progress_bar
     from babelink.train.context_filter import FilterTrainingConfig, fit_filter
 
@@ -254,7 +254,7 @@ def train_calibrator(
 
     from babelink.bundle.update import store_calibrator
     from babelink.formats import read_documents
-    from babelink.link.linker import Linker
+    from babelink.linker import Linker
     from babelink.train.calibration import fit_calibrator
 
     documents = [replace(document, annotations=tuple(a for a in document.annotations if not types or a.type in types))

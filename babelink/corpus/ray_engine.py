@@ -35,7 +35,7 @@ class LinkActor:
     come back as an `error` column, since Ray passes the driver only a traceback string."""
 
     def __init__(self, bundle: str | None, context_filter: str | None, params: dict):
-        from babelink.link.linker import Linker
+        from babelink.linker import Linker
 
         self.linker, self.error = None, None
         try:

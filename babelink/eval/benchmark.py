@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from babelink.abbreviations import abbreviation_map, expand_abbreviations
+from babelink.augment import gold_resolver
 from babelink.eval.metrics import evaluate
 from babelink.formats.brat import iter_brat
 from babelink.formats.document import NormalizationQuery, mentions_from_documents
 from babelink.formats.pubtator import iter_pubtator
 from babelink.formats.xlbel import read_xlbel
-from babelink.kb.augment import gold_resolver
 from babelink.kb.base import KnowledgeBase
 
 XLBEL_LANGUAGES = ("en", "es", "de", "zh", "ja")

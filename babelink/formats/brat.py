@@ -15,7 +15,7 @@ from pathlib import Path
 from babelink.errors import InputFormatError, InvalidInputError
 from babelink.formats.document import Annotation, Document
 from babelink.fsutil import write_text_atomic
-from babelink.kb.io import iter_lines, read_text_file
+from babelink.textio import iter_lines, read_text_file
 
 _CUI = re.compile(r"C\d{7}")
 # A CUI standing alone in a note: `"C1533734", …` or `C0008100 C0008059`, not `C21983864`.

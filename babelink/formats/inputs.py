@@ -19,7 +19,7 @@ from babelink.errors import InputFormatError
 from babelink.formats import READERS_BY_SUFFIX
 from babelink.formats.document import Document
 from babelink.formats.pubtator import iter_pubtator
-from babelink.kb.io import iter_lines, iter_stream_lines, json_line, read_text_file
+from babelink.textio import iter_lines, iter_stream_lines, json_line, read_text_file
 
 _PUBTATOR_FIRST_LINE = re.compile(rb"[^|\t\r\n]+\|[ta]\|")
 

@@ -14,7 +14,7 @@ from typing import TextIO
 
 from babelink.errors import InputFormatError
 from babelink.formats.document import Annotation, Document
-from babelink.kb.io import iter_lines
+from babelink.textio import iter_lines
 
 _TEXT_LINE = re.compile(r"([^|\t]+)\|([ta])\|(.*)")
 # Second field of a relation line (`PMID<TAB>CID<TAB>…`); an annotation has a start offset there.

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from babelink.errors import InputFormatError
 from babelink.formats.document import NormalizationQuery
-from babelink.kb.io import iter_lines
 from babelink.lang import to_iso
+from babelink.textio import iter_lines
 
 # `es_1k_test_query.txt` → "es"; the concatenated `all_…` files carry no single language.
 _LANG_PREFIX = re.compile(r"^([a-z]{2})_")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from babelink.errors import InputFormatError
 from babelink.kb.base import KnowledgeBase, KnowledgeBaseBuilder
-from babelink.kb.io import iter_lines
+from babelink.textio import iter_lines
 
 # DiseaseName, DiseaseID, AltDiseaseIDs, Definition, ParentIDs, TreeNumbers, ParentTreeNumbers, Synonyms, SlimMappings
 NAME, ID, ALT_IDS, SYNONYMS, SLIM_MAPPINGS = 0, 1, 2, 7, 8

@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 from babelink.errors import InputFormatError
 from babelink.kb.base import KnowledgeBase, KnowledgeBaseBuilder
-from babelink.kb.io import iter_lines
+from babelink.textio import iter_lines
 
 #: Term types of the synonyms kept: EXACT ones are the term's own names, RELATED ones only near it.
 SYNONYM_TERM_TYPES = {"EXACT": "SY", "RELATED": "RT"}

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from babelink.errors import InputFormatError
 from babelink.kb.base import KnowledgeBase, KnowledgeBaseBuilder
-from babelink.kb.io import iter_lines, json_line
 from babelink.lang import to_iso
+from babelink.textio import iter_lines, json_line
 
 _ID_ALIASES = ("id", "concept_id", "cui", "code")
 _TRUE = frozenset({"1", "true", "yes", "y", "t"})

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from babelink.errors import InputFormatError
 from babelink.kb.base import KnowledgeBase, KnowledgeBaseBuilder
-from babelink.kb.io import iter_lines
 from babelink.lang import to_iso
+from babelink.textio import iter_lines
 
 # Column positions in MRCONSO.RRF (UMLS Reference Manual, 3.3.4).
 CUI, LAT, TS, STT, ISPREF, SAB, TTY, CODE, STR, SUPPRESS = 0, 1, 2, 4, 6, 11, 12, 13, 14, 16

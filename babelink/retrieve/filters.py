@@ -23,6 +23,9 @@ from babelink.index.names import NameTable
 from babelink.kb.base import KnowledgeBase
 from babelink.lang import parse_languages
 
+#: Unknown values an error names before it says how many there are.
+MAX_NAMED = 20
+
 
 @dataclass(frozen=True)
 class NameFilter:
@@ -116,5 +119,6 @@ def _unknown(field: str, wanted: frozenset[str], known: set[str], kb: KnowledgeB
     if not unknown:
         return None
     shown = [f"{value} ({kb.preferred_name(value)})" if value in kb else value for value in sorted(known)[:40]]
-    listed = ", ".join(shown) + (" …" if len(known) > 40 else "")
-    return f"{field}: {', '.join(unknown)} not in this bundle's KB (it has: {listed or 'none'})"
+    listed = ", ".join(shown) + (f" … ({len(known):,} in all)" if len(known) > 40 else "")
+    named = ", ".join(unknown[:MAX_NAMED]) + (f" … ({len(unknown):,} in all)" if len(unknown) > MAX_NAMED else "")
+    return f"{field}: {named} not in this bundle's KB (it has: {listed or 'none'})"

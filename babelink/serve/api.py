@@ -16,8 +16,8 @@ from starlette.exceptions import HTTPException
 from babelink.encoders import DEFAULT
 from babelink.errors import InvalidInputError
 from babelink.formats.document import Document
-from babelink.link.linker import Linker
 from babelink.link.records import normalize_record
+from babelink.linker import Linker
 from babelink.retrieve.filters import NameFilter
 from babelink.serve.limits import BodyLimit, ServiceLimits, error_response
 from babelink.serve.pool import Overloaded, TimedOut, WorkerPool

@@ -19,13 +19,13 @@ from dataclasses import replace
 
 import numpy as np
 
+from babelink.augment import gold_resolver
 from babelink.batching import batched
 from babelink.errors import InvalidInputError
 from babelink.formats.document import Document
-from babelink.kb.augment import gold_resolver
 from babelink.link.documents import Proposal
-from babelink.link.linker import Linker
 from babelink.link.modifiers import is_modifier
+from babelink.linker import Linker
 from babelink.retrieve.calibration import LOOKAHEAD, Calibrator, Model, candidate_features
 from babelink.text import normalize_name, written_in_capitals
 from babelink.train.context_filter import gold_mentions

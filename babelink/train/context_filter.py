@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from babelink.augment import gold_resolver
 from babelink.batching import batched
 from babelink.checkpoint import load_pretrained, write_settings
 from babelink.detect.overlaps import resolve_overlaps
@@ -27,13 +28,12 @@ from babelink.errors import InvalidInputError
 from babelink.eval.metrics import span_scores
 from babelink.formats.document import Document
 from babelink.fsutil import initial_directory, write_directory
-from babelink.kb.augment import gold_resolver
 from babelink.link.context_filter import SETTINGS_FILE, ContextFilter, FilterSettings, filter_window
 from babelink.link.documents import DocumentLinker, Proposal
 from babelink.train.optim import train_epochs
 
 if TYPE_CHECKING:
-    from babelink.link.linker import Linker
+    from babelink.linker import Linker
 
 #: Documents proposed at once when collecting examples.
 _PROPOSE_BATCH = 16

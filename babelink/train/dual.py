@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from babelink.augment import gold_resolver
 from babelink.bundle.store import Bundle
 from babelink.checkpoint import load_pretrained, load_with_head, write_settings
 from babelink.detect.overlaps import resolve_overlaps
@@ -38,7 +39,6 @@ from babelink.errors import BabelinkError, InvalidInputError
 from babelink.eval.metrics import span_scores
 from babelink.formats.document import Document
 from babelink.fsutil import write_directory
-from babelink.kb.augment import gold_resolver
 from babelink.train.optim import adamw_with_linear_schedule
 from babelink.train.resume import RESUME_DIR, STATE_FILE, ResumableTrainer, TrainingState, seed_everything
 

@@ -22,12 +22,12 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from babelink.augment import mention_pairs
 from babelink.errors import BabelinkError, InputFormatError
 from babelink.formats.document import Document
-from babelink.kb.augment import mention_pairs
 from babelink.kb.base import KnowledgeBase
-from babelink.kb.io import iter_lines
 from babelink.lang import to_iso
+from babelink.textio import iter_lines
 
 MAX_PAIRS_PER_CONCEPT = 50  # 003 App. A.3
 

@@ -154,6 +154,35 @@ class ResumableTrainer:
         set_rng_states(saved["rng"])
 
 
+class ScaledTrainer(ResumableTrainer):
+    """A trainer whose step minimises `loss(batch)` through a gradient scaler (fp16 autocast on a
+    GPU needs loss scaling; bf16 and fp32 run it disabled), clipped to `config.grad_clip`; the
+    scaler's state is part of the resume point. A subclass sets `model` and `scaler`."""
+
+    model: torch.nn.Module
+    scaler: torch.amp.GradScaler
+
+    def loss(self, batch: list) -> torch.Tensor:
+        raise NotImplementedError
+
+    def optimise(self, batch: list) -> float:
+        loss = self.loss(batch)
+        self.optimizer.zero_grad(set_to_none=True)
+        self.scaler.scale(loss).backward()
+        self.scaler.unscale_(self.optimizer)
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+        self.scheduler.step()
+        return float(loss.detach())
+
+    def extra_state(self) -> dict:
+        return {"scaler": self.scaler.state_dict()}
+
+    def restore_extra_state(self, saved: dict) -> None:
+        self.scaler.load_state_dict(saved["scaler"])
+
+
 def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed)

@@ -32,7 +32,7 @@ from babelink.train.lora import load_lora_tensors, lora_tensors, merged_state, w
 from babelink.train.losses import hard_pairs, multi_similarity_loss
 from babelink.train.optim import adamw_with_linear_schedule
 from babelink.train.pairs import PositivePair
-from babelink.train.resume import RESUME_DIR, STATE_FILE, ResumableTrainer, TrainingState, seed_everything
+from babelink.train.resume import RESUME_DIR, STATE_FILE, ScaledTrainer, TrainingState, seed_everything
 
 CONFIG_FILE = "sap_config.json"
 LORA_FILE = "lora_adapters.safetensors"
@@ -60,7 +60,7 @@ class SapConfig:
     checkpoint_every: int = 200
 
 
-class SapTrainer(ResumableTrainer):
+class SapTrainer(ScaledTrainer):
     def __init__(
         self,
         init: str | Path,
@@ -112,17 +112,6 @@ class SapTrainer(ResumableTrainer):
         return multi_similarity_loss(similarity, positives, negatives, self.config.alpha, self.config.beta,
                                      self.config.epsilon)
 
-    def optimise(self, batch: list[PositivePair]) -> float:
-        loss = self.loss(batch)
-        self.optimizer.zero_grad(set_to_none=True)
-        self.scaler.scale(loss).backward()
-        self.scaler.unscale_(self.optimizer)
-        torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
-        self.scaler.step(self.optimizer)
-        self.scaler.update()
-        self.scheduler.step()
-        return float(loss.detach())
-
     def train(
         self,
         progress: Callable[[TrainingState, float], None] | None = None,
@@ -157,12 +146,6 @@ class SapTrainer(ResumableTrainer):
         write_settings(directory, SETTINGS_FILE, settings)
         write_settings(directory, CONFIG_FILE, {**asdict(self.config), "steps": self.state.step,
                                                 "evaluations": self.state.evaluations})
-
-    def extra_state(self) -> dict:
-        return {"scaler": self.scaler.state_dict()}
-
-    def restore_extra_state(self, saved: dict) -> None:
-        self.scaler.load_state_dict(saved["scaler"])
 
     def data_identity(self) -> dict[str, int]:
         return {"pairs": len(self.items), "labels": len(self.labels)}

@@ -21,7 +21,7 @@ from babelink.checkpoint import write_settings
 from babelink.encoders.transformer import SETTINGS_FILE, TransformerEncoder
 from babelink.errors import BabelinkError
 from babelink.train.optim import adamw_with_linear_schedule
-from babelink.train.resume import RESUME_DIR, STATE_FILE, ResumableTrainer, TrainingState, seed_everything
+from babelink.train.resume import RESUME_DIR, STATE_FILE, ScaledTrainer, TrainingState, seed_everything
 
 CONFIG_FILE = "student_config.json"
 
@@ -51,7 +51,7 @@ def kept_layers(total: int, keep: int) -> list[int]:
     return sorted({round(index * (total - 1) / (keep - 1)) for index in range(keep)})
 
 
-class StudentTrainer(ResumableTrainer):
+class StudentTrainer(ScaledTrainer):
     def __init__(self, teacher: str | Path, names: Sequence[str], out: str | Path,
                  config: StudentConfig = StudentConfig(), device: str | None = None):
         if not names:
@@ -84,17 +84,6 @@ class StudentTrainer(ResumableTrainer):
         labels = torch.arange(len(names), device=logits.device)
         return (1 - agreement).mean() + torch.nn.functional.cross_entropy(logits, labels)
 
-    def optimise(self, batch: list[str]) -> float:
-        loss = self.loss(batch)
-        self.optimizer.zero_grad(set_to_none=True)
-        self.scaler.scale(loss).backward()
-        self.scaler.unscale_(self.optimizer)
-        torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
-        self.scaler.step(self.optimizer)
-        self.scaler.update()
-        self.scheduler.step()
-        return float(loss.detach())
-
     def train(self, progress: Callable[[TrainingState, float], None] | None = None) -> Path:
         """Train until the epochs, `max_steps` or `max_minutes` run out; returns `out`."""
         return self.run(self.model, progress)
@@ -105,12 +94,6 @@ class StudentTrainer(ResumableTrainer):
         write_settings(directory, SETTINGS_FILE, replace(self.teacher.settings, precision="auto"))
         write_settings(directory, CONFIG_FILE, {**asdict(self.config), "steps": self.state.step,
                                                 "teacher": str(self.teacher.path)})
-
-    def extra_state(self) -> dict:
-        return {"scaler": self.scaler.state_dict()}
-
-    def restore_extra_state(self, saved: dict) -> None:
-        self.scaler.load_state_dict(saved["scaler"])
 
     def data_identity(self) -> dict[str, int]:
         return {"names": len(self.items)}

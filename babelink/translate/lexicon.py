@@ -23,9 +23,9 @@ import stopwordsiso
 
 from babelink.errors import BabelinkError, InputFormatError
 from babelink.fsutil import array_values, read_parquet
-from babelink.kb.io import iter_lines
 from babelink.lang import UMLS_TO_ISO, to_iso
 from babelink.text import normalize_name
+from babelink.textio import iter_lines
 
 #: A file named `en-XX.tsv` (or `.txt`, `.tsv.gz`) holds English–XX pairs.
 _FILE_NAME = re.compile(r"^en[-_](?P<lang>[A-Za-z]{2,3})\.(?:tsv|txt)(?:\.gz)?$")

@@ -50,7 +50,7 @@ def test_every_output_format_carries_provenance(bundle, tmp_path):
 def test_rest_and_spacy_carry_provenance(bundle):
     from fastapi.testclient import TestClient
 
-    from babelink.link.linker import Linker
+    from babelink.linker import Linker
     from babelink.serve import create_app
 
     linker = Linker.open(bundle)

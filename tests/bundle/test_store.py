@@ -11,7 +11,7 @@ from babelink.errors import BundleError, InvalidInputError
 from babelink.fsutil import staging_directory
 from babelink.kb.base import KnowledgeBaseBuilder
 from babelink.link.documents import LinkParams
-from babelink.link.linker import Linker
+from babelink.linker import Linker
 from babelink.retrieve.candidate import MAX_TOP_K
 
 

@@ -15,7 +15,7 @@ from babelink.bundle.update import update_bundle
 from babelink.errors import BundleError
 from babelink.index.sparse import LEGACY_MATRIX_FILE, TfidfNameIndex
 from babelink.kb.base import KnowledgeBaseBuilder
-from babelink.link.linker import Linker
+from babelink.linker import Linker
 
 BASE = {"C1": ["Myocardial infarction"], "C2": ["Asthma"], "C3": ["Diabetes mellitus"]}
 ADDED = {"C1": ["Heart attack"], "C4": ["Gout", "Podagra", "痛风"]}

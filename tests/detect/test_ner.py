@@ -15,7 +15,7 @@ from babelink.detect.tokenize import tokenize
 from babelink.errors import BabelinkError
 from babelink.formats.document import Annotation, Document
 from babelink.kb.base import KnowledgeBaseBuilder
-from babelink.link.linker import Linker
+from babelink.linker import Linker
 from babelink.train.ner import NerTrainingConfig, bio_tags, evaluate_ner, train_ner
 
 LABELS = bio_labels(["A", "B"])

@@ -19,7 +19,7 @@ from babelink.dual.spans import boundary_pooled, enumerate_spans, mean_pooled, s
 from babelink.errors import BabelinkError, BundleError, InvalidInputError
 from babelink.formats.document import Annotation, Document
 from babelink.kb.base import KnowledgeBaseBuilder
-from babelink.link.linker import Linker
+from babelink.linker import Linker
 from babelink.serve import create_app
 from babelink.train.dual import (
     SPARSE_WEIGHTS,

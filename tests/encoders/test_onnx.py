@@ -16,7 +16,7 @@ from babelink.encoders import open_encoder
 from babelink.encoders.onnx import export_directory
 from babelink.errors import BabelinkError, BundleError
 from babelink.kb.base import KnowledgeBaseBuilder
-from babelink.link.linker import Linker
+from babelink.linker import Linker
 from babelink.translate import read_lexicons
 
 TEXTS = ["asthma", "diabetes mellitus type 2", "", "fièvre aiguë", "ü", "a" * 80, "myocardial infarction"]
@@ -73,7 +73,7 @@ def test_a_bundle_answers_alike_in_both_runtimes_and_onnx_never_imports_torch_or
     by_onnx = Linker.open(path, runtime="onnx").normalize(queries, top_k=4)
     assert [[(c.concept_id, round(c.score, 4)) for c in found] for found in by_onnx] == [
         [(c.concept_id, round(c.score, 4)) for c in found] for found in by_torch]
-    script = ("import sys; from babelink.link.linker import Linker;"
+    script = ("import sys; from babelink.linker import Linker;"
               f"Linker.open({str(path)!r}, runtime='onnx').normalize(['asthma', 'fiebre alta']);"
               "assert not {'torch', 'transformers', 'sklearn', 'pandas'} & set(sys.modules), 'imported'")
     subprocess.run([sys.executable, "-c", script], check=True)

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from babelink import textio
 from babelink.errors import InputFormatError, InvalidInputError
 from babelink.formats.brat import iter_brat, read_brat_document, write_brat
 from babelink.formats.document import Annotation, Document, NormalizationQuery, mentions_from_documents
 from babelink.formats.pubtator import iter_pubtator, write_pubtator
 from babelink.formats.xlbel import read_xlbel
-from babelink.kb import io as kb_io
 
 
 def write(path: Path, content: str | bytes) -> Path:
@@ -144,7 +144,7 @@ def test_pubtator_malformed_rows_name_file_and_line(tmp_path, old, new, line):
 
 
 def test_an_overlong_line_is_refused_before_it_fills_memory(tmp_path, monkeypatch):
-    monkeypatch.setattr(kb_io, "MAX_LINE_BYTES", 64)
+    monkeypatch.setattr(textio, "MAX_LINE_BYTES", 64)
     path = write(tmp_path / "corpus.txt", PUBTATOR.replace("100|a|", "100|a|" + "x" * 100, 1))
     with pytest.raises(InputFormatError, match="line longer than") as error:
         list(iter_pubtator(path))

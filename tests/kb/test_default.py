@@ -358,7 +358,7 @@ def test_real_default_kb_one_language(real_kb):
 
 def test_default_bundle_links_across_sources_and_languages(real_kb, tmp_path):
     from babelink.bundle.store import build_bundle
-    from babelink.link.linker import Linker
+    from babelink.linker import Linker
 
     linker = Linker.open(build_bundle(real_kb, tmp_path / "bundle", retriever="sparse"))
     top = [candidates[0].concept_id for candidates in linker.normalize(["heart attack", "paracetamol", "Fiebre Q"], 3)]

@@ -4,7 +4,7 @@ a cycle, a conflicting pair, and a joined KB that normalises to one concept with
 from babelink.bundle.store import build_bundle
 from babelink.kb.base import KnowledgeBaseBuilder
 from babelink.kb.join import Link, crosswalk_links, join_concepts, one_to_one_name_links, vocabulary_of
-from babelink.link.linker import Linker
+from babelink.linker import Linker
 
 
 def tiny_kb():

@@ -10,7 +10,7 @@ from babelink.errors import BabelinkError, InvalidInputError
 from babelink.formats.document import Annotation, Document
 from babelink.kb.base import KnowledgeBaseBuilder
 from babelink.link.context_filter import SETTINGS_FILE, ContextFilter, FilterSettings, filter_window
-from babelink.link.linker import Linker
+from babelink.linker import Linker
 from babelink.train import context_filter as filter_training
 
 

@@ -8,8 +8,8 @@ from support import build_sparse_bundle
 from babelink.errors import InvalidInputError
 from babelink.formats.document import Annotation, Document
 from babelink.link.documents import split_segments
-from babelink.link.linker import Linker
 from babelink.link.mentions import LinkedDocument
+from babelink.linker import Linker
 
 NAMES = {
     "C0011849": ["Diabetes mellitus", "Diabetes", "糖尿病", "סוכרת", "Diabète sucré"],

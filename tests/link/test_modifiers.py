@@ -6,8 +6,8 @@ import pytest
 
 from babelink.bundle.store import build_bundle
 from babelink.kb.base import KnowledgeBaseBuilder
-from babelink.link.linker import Linker
 from babelink.link.modifiers import MODIFIER_TYPES, concept_types, is_modifier
+from babelink.linker import Linker
 
 CONCEPTS = {  # id: (names, types)
     "C0205082": (["Severe"], ["HP:0012823"]),  # HPO Clinical modifier

@@ -10,7 +10,7 @@ import pytest
 from support import babelink, build_sparse_bundle
 
 from babelink.errors import BundleError, InvalidInputError
-from babelink.link.linker import Linker
+from babelink.linker import Linker
 from babelink.retrieve.calibration import FEATURES, Calibrator, Model, candidate_features, script_shares
 from babelink.retrieve.candidate import Candidate
 

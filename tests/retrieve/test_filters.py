@@ -11,7 +11,7 @@ from babelink.bundle.store import build_bundle
 from babelink.errors import InvalidInputError
 from babelink.kb.base import KnowledgeBaseBuilder
 from babelink.link.documents import LinkParams
-from babelink.link.linker import Linker
+from babelink.linker import Linker
 from babelink.retrieve.filters import NameFilter
 
 #: concept → (semantic type, [(name, lang, source)])
@@ -57,6 +57,17 @@ def test_sources_and_languages(linker):
 
 def test_a_filter_that_matches_nothing_answers_nothing(linker):
     assert linker.filtered(NameFilter.of(types=["T033"], sources=["MSH"])).normalize("cold", top_k=5) == []
+
+
+@pytest.mark.parametrize("blank", [[""], [" "], [","], []])
+def test_a_blank_value_means_no_filter_on_every_field(blank):
+    assert not NameFilter.of(types=blank, sources=blank, langs=blank)
+
+
+def test_many_unknown_values_make_a_short_error(linker):
+    with pytest.raises(InvalidInputError) as error:
+        linker.filtered(NameFilter.of(types=[f"T{n:05d}" for n in range(15_000)]))
+    assert "… (15,000 in all)" in str(error.value) and len(str(error.value)) < 1_000
 
 
 def test_unknown_values_are_clear_errors(linker):

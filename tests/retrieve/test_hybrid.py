@@ -8,15 +8,15 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from babelink.augment import DFT_SOURCE, apply_dft, dft_split, mention_pairs, span_kb
 from babelink.bundle.store import MANIFEST, build_bundle, load_bundle
 from babelink.encoders.cache import CachedEncoder
 from babelink.errors import BabelinkError, BundleError
 from babelink.formats.document import Annotation, Document
 from babelink.formats.pubtator import write_pubtator
 from babelink.index.dense import DenseParams, StoredNameVectors
-from babelink.kb.augment import DFT_SOURCE, apply_dft, dft_split, mention_pairs, span_kb
 from babelink.kb.base import KnowledgeBase, KnowledgeBaseBuilder
-from babelink.link.linker import Linker
+from babelink.linker import Linker
 from babelink.retrieve.candidate import Candidate
 from babelink.retrieve.generators import HybridParams
 from babelink.retrieve.switching import SwitchingGenerator

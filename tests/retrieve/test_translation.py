@@ -10,7 +10,7 @@ from support import babelink
 from babelink.bundle.store import build_bundle, load_bundle
 from babelink.kb.base import KnowledgeBaseBuilder
 from babelink.link.documents import LinkParams
-from babelink.link.linker import Linker
+from babelink.linker import Linker
 from babelink.retrieve.candidate import Candidate
 from babelink.retrieve.translation import CONFIDENT_SCORE, TranslatingGenerator, fuse
 from babelink.translate import read_lexicons

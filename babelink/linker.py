@@ -1,4 +1,9 @@
-"""`Linker`: the Python API; the CLI, the REST service, spaCy and the batch engines are thin layers over it."""
+"""`Linker`: the Python API; the CLI, the REST service, spaCy and the batch engines are thin layers over it.
+
+It sits above every package it composes (`bundle`, `retrieve`, `link`, `dual`): `generator_for`
+turns a bundle's manifest into its candidate generator here, so that no lower package needs to
+know what a bundle is made of.
+"""
 
 from __future__ import annotations
 
@@ -30,13 +35,15 @@ from babelink.retrieve.candidate import (
     code_vocabularies,
     vocabulary_name,
 )
-from babelink.retrieve.factory import generator_for
-from babelink.retrieve.filters import NameFilter
+from babelink.retrieve.filters import AllowedNames, NameFilter, allowed_concepts, allowed_names, concepts_only
+from babelink.retrieve.generators import DenseGenerator, HybridGenerator, HybridParams, SparseGenerator
+from babelink.retrieve.switching import SwitchingGenerator
+from babelink.retrieve.translation import TranslatingGenerator
+from babelink.text import normalized_mention, written_in_capitals
 
 if TYPE_CHECKING:
     from babelink.dual.linker import DualLinker
     from babelink.dual.model import DualModel
-from babelink.text import normalized_mention, written_in_capitals
 
 _LINK_PARAMS = frozenset(field.name for field in fields(LinkParams))
 #: Filtered linkers a linker keeps (`Linker.filtered`); each holds its compiled masks.
@@ -283,3 +290,34 @@ class Linker:
         answers = dict(zip(unique, found))
         return [answers[key] for key in keys]
 
+
+def generator_for(bundle: Bundle, encoder: Encoder | None = None, retriever: str | None = None,
+                  name_filter: NameFilter | None = None) -> CandidateGenerator:
+    """The candidate generator a bundle was built for (its manifest's `retriever`, or the given
+    one), behind index switching when it has a labeled-span index, and searching through English
+    renderings too when it has translation lexicons. Both indexes share one cached encoder
+    (`Bundle.query_encoder`). A `name_filter` restricts the names searched (`retrieve.filters`);
+    in the labeled-span index, to the spans of the concepts the filter allows."""
+    retriever = retriever or bundle.retriever
+    if retriever != "sparse":
+        encoder = bundle.query_encoder(encoder)
+    allowed = allowed_names(bundle.kb, bundle.names, name_filter) if name_filter else None
+    generator = _kb_generator(bundle, retriever, encoder, allowed)
+    if bundle.spans is not None:
+        spans_allowed = None if allowed is None else concepts_only(
+            bundle.spans.kb, bundle.spans.names, allowed_concepts(bundle.kb, bundle.names, allowed))
+        spans = _kb_generator(bundle.spans, retriever, encoder, spans_allowed)
+        generator = SwitchingGenerator(spans, generator, bundle.manifest["spans"]["switch_threshold"])
+    if bundle.renderer is not None:
+        generator = TranslatingGenerator(generator, bundle.renderer, bundle.names)
+    return generator
+
+
+def _kb_generator(bundle: Bundle, retriever: str, encoder: Encoder | None,
+                  allowed: AllowedNames | None) -> CandidateGenerator:
+    if retriever == "sparse":
+        return SparseGenerator(bundle.kb, bundle.names, bundle.sparse, allowed=allowed)
+    if retriever == "dense":
+        return DenseGenerator(bundle.kb, bundle.names, bundle.dense, encoder, allowed=allowed)
+    return HybridGenerator(bundle.kb, bundle.names, bundle.sparse, bundle.dense, encoder,
+                           HybridParams(**bundle.manifest["hybrid"]), allowed=allowed)
