@@ -8,6 +8,7 @@ import glob
 import hashlib
 import os
 import shutil
+import signal
 import stat
 import sys
 import tempfile
@@ -81,9 +82,50 @@ def replace_directory(staging: Path, out: Path) -> None:
             if not out.exists():
                 raise
     retired = _own_sibling(out, "old-")
-    out.rename(retired)  # onto the empty directory just made: a name no other build holds
-    staging.rename(out)
-    shutil.rmtree(retired, ignore_errors=True)
+    with _signals_held():  # stopped between the two renames, `out` would be gone; after them, the old one left
+        out.rename(retired)  # onto the empty directory just made: a name no other build holds
+        staging.rename(out)
+        shutil.rmtree(retired, ignore_errors=True)
+
+
+class _Swap:
+    """Whether a directory swap is under way, and a stop signal that came meanwhile."""
+
+    depth = 0
+    pending: int | None = None
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """A stop signal (`exit_on_signals`) that comes during the block takes effect when it ends."""
+    _Swap.depth += 1
+    try:
+        yield
+    finally:
+        _Swap.depth -= 1
+        if _Swap.depth == 0 and _Swap.pending is not None:
+            signum, _Swap.pending = _Swap.pending, None
+            _stop(signum)
+
+
+def _stop(signum: int) -> None:
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    raise SystemExit(128 + signum)
+
+
+def exit_on_signals() -> None:
+    """Make SIGTERM (`kill`, a container stop) raise SystemExit as SIGINT raises KeyboardInterrupt,
+    so that a command stopped either way removes its staging directory instead of leaving it until
+    the next run; either one waits while a directory is being swapped in."""
+    def stop(signum, frame):
+        if _Swap.depth:
+            _Swap.pending = signum
+        else:
+            _stop(signum)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
 
 
 def write_directory(target: Path, write: Callable[[Path], None]) -> None:

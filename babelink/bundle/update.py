@@ -64,7 +64,8 @@ def merge_kb(kb: KnowledgeBase, additions: KnowledgeBase) -> KnowledgeBase:
 
 def update_bundle(path: str | Path, additions: KnowledgeBase, out: str | Path | None = None, *,
                   source: str = "") -> Path:
-    """Write `path` with `additions` (`out`: elsewhere; None: in place) and return where.
+    """Write `path` with `additions` (`out`: elsewhere; None: in place) and return where. When the
+    bundle has every name already, it is left byte for byte as it was (`out`: an exact copy).
 
     Uses the bundle's own encoder, which must still match the fingerprint the build recorded;
     labeled spans and lexicons are kept as they are. `source` names the additions in the
@@ -74,6 +75,10 @@ def update_bundle(path: str | Path, additions: KnowledgeBase, out: str | Path | 
     if out != bundle.path.absolute() and out.exists() and not (out / MANIFEST).is_file():
         raise BundleError(f"{out}: exists and is not a babelink bundle; refusing to replace it")
     merged = merge_kb(bundle.kb, additions)
+    if merged.num_names == bundle.kb.num_names and len(merged) == len(bundle.kb):  # nothing new: nothing changes
+        if out != bundle.path.absolute():
+            write_directory(out, lambda staging: shutil.copytree(bundle.path, staging, dirs_exist_ok=True))
+        return out
     names = NameTable.from_kb(merged)
     before = len(bundle.names)
     if names.strings[:before] != bundle.names.strings:

@@ -8,6 +8,7 @@ import typer
 
 from babelink.cli import build, link, normalize, serve, train
 from babelink.errors import BabelinkError
+from babelink.fsutil import exit_on_signals
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Cross-lingual biomedical entity linking.")
@@ -23,6 +24,7 @@ app.add_typer(train.app, name="train")
 
 def main() -> None:
     """Entry point: babelink errors become one line on stderr and exit status 1."""
+    exit_on_signals()
     try:
         app()
     except BabelinkError as error:

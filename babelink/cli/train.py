@@ -257,8 +257,15 @@ def train_calibrator(
     from babelink.linker import Linker
     from babelink.train.calibration import fit_calibrator
 
-    documents = [replace(document, annotations=tuple(a for a in document.annotations if not types or a.type in types))
-                 for path in dev for document in read_documents(path)]
+    documents = []
+    for path in dev:
+        found = [replace(document, annotations=tuple(a for a in document.annotations if not types or a.type in types))
+                 for document in read_documents(path)]
+        if not any(annotation.concept_ids for document in found for annotation in document.annotations):
+            kept = f" of the types {', '.join(types)}" if types else ""
+            raise InvalidInputError(f"{path}: {len(found):,} documents and no annotation{kept} with a concept id "
+                                    "to learn from")
+        documents += found
     linker = Linker.open(bundle)
     calibrator = fit_calibrator(linker, documents)
     path = store_calibrator(linker.bundle.path, calibrator)

@@ -57,11 +57,17 @@ def test_names_already_there_are_not_added_again_and_alternative_ids_reach_their
     path = build_bundle(builder.build(), tmp_path / "b", retriever="sparse")
     additions = knowledge_base({"MESH:D006973": ["High blood pressure", "Hypertension"]})
     update_bundle(path, additions)
-    update_bundle(path, additions)
+    files = {file: file.read_bytes() for file in path.rglob("*") if file.is_file()}
+    update_bundle(path, additions)  # nothing new: the bundle stays byte for byte, its id with it
+    assert {file: file.read_bytes() for file in path.rglob("*") if file.is_file()} == files
+    update_bundle(path, additions, tmp_path / "copy")
+    assert {f.relative_to(tmp_path / "copy"): f.read_bytes() for f in (tmp_path / "copy").rglob("*") if f.is_file()} \
+        == {file.relative_to(path): data for file, data in files.items()}
+    assert not [entry for entry in tmp_path.iterdir() if entry.name.startswith(".")]
     bundle = load_bundle(path)
     assert len(bundle.kb) == 1 and bundle.kb.num_names == 2
-    assert [(u["given"], u["names"], u["new_concepts"]) for u in bundle.manifest["updates"]] == [(2, 1, 0), (2, 0, 0)]
-    assert bundle.provenance["kb"]["version"].endswith("+2-updates")
+    assert [(u["given"], u["names"], u["new_concepts"]) for u in bundle.manifest["updates"]] == [(2, 1, 0)]
+    assert bundle.provenance["kb"]["version"].endswith("+1-update")
     assert Linker(bundle).normalize("high blood pressure", top_k=1)[0].concept_id == "HP:1"
 
 
@@ -79,6 +85,8 @@ def test_cli_update_in_place_and_its_errors(tmp_path):
     good = tmp_path / "add.tsv"
     good.write_text("id\tname\nC1\tHeart attack\n", encoding="utf-8")
     assert babelink("update", "--bundle", bundle, "--add", good).returncode == 0
+    again = babelink("update", "--bundle", bundle, "--add", good)
+    assert again.returncode == 0 and "unchanged, the bundle has every name of" in again.stderr
     found = json.loads(babelink("normalize", "--bundle", bundle, "--top-k", "1", "heart attack").stdout)
     assert found["candidates"][0]["id"] == "C1" and found["candidates"][0]["matched_name"] == "Heart attack"
 

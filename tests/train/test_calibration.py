@@ -88,5 +88,9 @@ def test_cli_train_calibrator(bundle, tmp_path):
     assert "fitted on 6 mentions" in result.stderr
     assert json.loads((bundle / MANIFEST).read_text())["calibration"]["documents"] == 4
     nothing = babelink("train", "calibrator", "--bundle", bundle, "--dev", pubtator, "--types", "Chemical")
-    assert nothing.returncode != 0 and "no annotation with a concept id" in nothing.stderr
-    assert "Traceback" not in nothing.stderr
+    assert nothing.returncode != 0 and "Traceback" not in nothing.stderr
+    assert f"{pubtator}: 4 documents and no annotation of the types Chemical with a concept id" in nothing.stderr
+    empty = tmp_path / "empty.txt"
+    empty.write_text("", encoding="utf-8")
+    failed = babelink("train", "calibrator", "--bundle", bundle, "--dev", pubtator, "--dev", empty)
+    assert failed.returncode != 0 and f"{empty}: " in failed.stderr and "Traceback" not in failed.stderr
