@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
+from collections.abc import Container
 
 import regex
 
@@ -90,3 +91,10 @@ def is_short_capitals(name: str) -> bool:
 def written_in_capitals(mention: str) -> bool:
     """Whether a mention has cased letters and all of them are capitals ("IS", "COPD-2", "ALS")."""
     return mention.isupper()
+
+
+def capitals_in_context(mention: str, context: str, defined: Container[str] = frozenset()) -> bool:
+    """Whether a mention is written in capitals where capitals say something: in a text itself all
+    capitals (a heading, a shouted note: "THE TUMOR IS BENIGN") they do not, unless the text
+    defines the mention as an abbreviation (`defined`, its short forms)."""
+    return written_in_capitals(mention) and (not written_in_capitals(context) or mention in defined)

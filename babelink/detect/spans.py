@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from babelink.detect.stopwords import is_acronym
 from babelink.detect.tokenize import Token, joinable
+from babelink.text import written_in_capitals
 
 
 @dataclass(frozen=True)
@@ -33,11 +34,19 @@ class Span:
 
 
 def enumerate_spans(text: str, tokens: Sequence[Token], stopwords: frozenset[str],
-                    params: SpanParams = SpanParams(), never_alone: frozenset[str] = frozenset()) -> list[Span]:
+                    params: SpanParams = SpanParams(), never_alone: frozenset[str] = frozenset(),
+                    defined: frozenset[str] = frozenset()) -> list[Span]:
     """All spans within budget that cross no barrier (`joinable`) and neither start nor end
-    with a stop word, in text order; a word in `never_alone` is no span by itself."""
-    is_stop = [token.elided or (token.text.casefold() in stopwords and not is_acronym(token.text)) for token in tokens]
-    alone_excluded = [token.text.casefold() in never_alone and not is_acronym(token.text) for token in tokens]
+    with a stop word, in text order; a word in `never_alone` is no span by itself. A stop word in
+    capitals ("ALL", "IS") is an acronym, not a stop word, unless the whole text is in capitals
+    and does not define it (`defined`: the short forms it defines)."""
+    shouting = written_in_capitals(text)  # then "IS" and "AS" are the words they spell
+
+    def acronym(word: str) -> bool:
+        return is_acronym(word) and (not shouting or word in defined)
+
+    is_stop = [token.elided or (token.text.casefold() in stopwords and not acronym(token.text)) for token in tokens]
+    alone_excluded = [token.text.casefold() in never_alone and not acronym(token.text) for token in tokens]
     spans = []
     for first, token in enumerate(tokens):
         if is_stop[first]:

@@ -33,7 +33,7 @@ from babelink.link.modifiers import concept_types, is_modifier
 from babelink.retrieve.candidate import Candidate
 from babelink.retrieve.filters import NameFilter, allowed_names
 from babelink.retrieve.generators import DenseGenerator, HybridGenerator, HybridParams
-from babelink.text import normalize_name, written_in_capitals
+from babelink.text import capitals_in_context, normalize_name, written_in_capitals
 
 DETECTOR = "dual"
 
@@ -157,7 +157,9 @@ class DualLinker:
         """Ranked concepts of mention vectors of (text, context) spans: by their cosines alone (the
         FAISS search) at w = 0, else fused with the TF-IDF cosines of the texts, abbreviations
         expanded (`sparse_weight` None: the model's w)."""
-        capitals = [written_in_capitals(text) for text, _ in spans]
+        capitals = [capitals_in_context(text, context, abbreviation_map(context) if written_in_capitals(context)
+                                        and self.params.resolve_abbreviations else frozenset())
+                    for text, context in spans]
         weight = self.model.settings.sparse_weight if sparse_weight is None else sparse_weight
         if weight not in self._rankers:
             self._rankers[weight] = (

@@ -35,7 +35,7 @@ from babelink.link.ngram_search import ngram_search
 from babelink.retrieve.calibration import LOOKAHEAD, Calibration, check_probability
 from babelink.retrieve.candidate import Candidate, CandidateGenerator, check_top_k
 from babelink.retrieve.translation import TranslatingGenerator
-from babelink.text import normalize_name, written_in_capitals
+from babelink.text import capitals_in_context, normalize_name, written_in_capitals
 
 #: Longest document `link` accepts; a larger one is rejected with a clear error, not paged in.
 MAX_DOCUMENT_CHARS = 20_000_000
@@ -183,9 +183,9 @@ class DocumentLinker:
         for (index, offset, segment, _), (lang, stopwords, spans) in zip(segments, self._spans(segments)):
             abbreviations = abbreviation_map(segment) if self.params.resolve_abbreviations else {}
             searched = ((span, abbreviations.get(span.text, span.text)) for span in spans)
-            per_segment.append(
-                (index, offset, stopwords, [(span, text, _search_key(text, lang)) for span, text in searched])
-            )
+            per_segment.append((index, offset, stopwords, [
+                (span, text, _search_key(text, lang, capitals_in_context(span.text, segment, abbreviations)))
+                for span, text in searched]))
         # Searched once per distinct (normalised string, written in capitals, language) across the batch.
         keys = [key for key in dict.fromkeys(key for *_, spans in per_segment for _, _, key in spans)
                 if key[0] and key not in searches]
@@ -248,9 +248,15 @@ class DocumentLinker:
             return [(searched, stop, [Span(start, end, segment[start:end]) for start, end in spans])
                     for (_, _, segment, _), searched, stop, spans in zip(segments, searched_as, stopwords, found)]
         return [(searched, stop, enumerate_spans(segment, segment_tokens, stop, self.params.spans,
-                                                 self.stopwords.protected_in(lang)))
+                                                 self.stopwords.protected_in(lang), self._defined(segment)))
                 for (_, _, segment, _), segment_tokens, stop, lang, searched
                 in zip(segments, tokens, stopwords, langs, searched_as)]
+
+    def _defined(self, segment: str) -> frozenset[str]:
+        """The short forms a segment written all in capitals defines: its only acronyms."""
+        if not (self.params.resolve_abbreviations and written_in_capitals(segment)):
+            return frozenset()
+        return frozenset(abbreviation_map(segment))
 
     def _languages(self, given: str | None, text: str, tokens) -> tuple[str | None, str | None]:
         """A segment's language for its stop words (the document's, else `guess_language`'s from
@@ -272,8 +278,10 @@ class DocumentLinker:
                 for part, candidates in zip(parts, found) if self._links(candidates)]
 
 
-def _search_key(text: str, lang: str | None) -> SearchKey:
-    return normalize_name(text), written_in_capitals(text), lang
+def _search_key(text: str, lang: str | None, in_capitals: bool | None = None) -> SearchKey:
+    """`in_capitals`: whether the span counts as written in capitals where it stands (default: as written)."""
+    capitals = written_in_capitals(text) if in_capitals is None else in_capitals and written_in_capitals(text)
+    return normalize_name(text), capitals, lang
 
 
 def _generate(generator: CandidateGenerator, keys: list[SearchKey], top_k: int) -> list[list[Candidate]]:

@@ -155,3 +155,13 @@ def test_short_capitals_names_match_only_mentions_in_capitals(linker):
     # a string the KB also writes in lower case matches any case
     assert linker.normalize("coma", top_k=1)[0].concept_id == "C0009421"
     assert ("coma", "C0009421") in _found(linker.link("He fell into a coma.", lang="en"))
+
+
+@pytest.mark.parametrize("lang", ["en", None])
+def test_a_text_all_in_capitals_reads_its_function_words_as_words(linker, lang):
+    """In a heading or a shouted note, IS and ALL are the words, not immune suppression and acute
+    lymphoblastic leukaemia; a text that defines the short form still links it."""
+    assert _found(linker.link("THE FEVER IS HIGH AND ALL OF IT WAS BAD.", lang=lang)) == [("FEVER", "C0015967")]
+    assert ("IS", "C0021081") in _found(linker.link("Signs of IS were absent, the fever was high.", lang=lang))
+    defined = _found(linker.link("IMMUNE SUPPRESSION (IS) WAS SEEN. IS IS RARE.", lang=lang))
+    assert ("IS", "C0021081") in defined
