@@ -23,7 +23,7 @@ from babelink.errors import InvalidInputError
 from babelink.formats.document import Document
 from babelink.lang import check_language
 from babelink.link.context_filter import ContextFilter
-from babelink.link.documents import DocumentLinker, LinkParams
+from babelink.link.documents import DocumentLinker, LinkParams, check_linkable
 from babelink.link.mentions import LinkedDocument
 from babelink.link.modifiers import concept_types
 from babelink.link.ngram_search import LinkedPart, ngram_search
@@ -253,9 +253,24 @@ class Linker:
         search per distinct span string. Each carries the bundle's provenance."""
         return [replace(linked, provenance=self.bundle.provenance) for linked in self.documents.link(documents)]
 
-    def link_stream(self, documents: Iterable[Document], batch_size: int = 16) -> Iterator[LinkedDocument]:
+    def link_stream(self, documents: Iterable[Document], batch_size: int = 16,
+                    skip_invalid: bool = False) -> Iterator[LinkedDocument]:
+        """Linked documents in input order. A document that cannot be linked (a lone surrogate, an
+        unknown language, too long) is an error naming where it was read; with `skip_invalid`, a
+        `LinkedDocument` carrying that error instead, and the others are linked."""
         for batch in batched(documents, batch_size):
-            yield from self.link_documents(batch)
+            errors = {}
+            for position, document in enumerate(batch):
+                try:
+                    check_linkable(document)
+                except InvalidInputError as error:
+                    if not skip_invalid:
+                        raise
+                    errors[position] = str(error)
+            linked = iter(self.link_documents([d for i, d in enumerate(batch) if i not in errors]))
+            for position, document in enumerate(batch):
+                yield (LinkedDocument(document.id, document.text, error=errors[position]) if position in errors
+                       else next(linked))
 
     def disambiguate(self, documents: Sequence[Document], top_k: int = 5) -> list[list[list[Candidate]]]:
         """Ranked concepts for every annotation of every document, its span given: the dual

@@ -102,6 +102,9 @@ def link(
         ),
     ] = None,
     model: ModelOption = None,
+    skip_invalid: Annotated[bool, typer.Option(
+        "--skip-invalid", help="Report a document that cannot be linked (its file and line) and go on: an error "
+                               "record in JSONL output, left out of the other formats.")] = False,
 ) -> None:
     """Detect and link the concept mentions of whole texts (any language).
 
@@ -115,8 +118,8 @@ def link(
     if output_format is LinkFormat.brat and output == "-":
         raise InvalidInputError("--format brat writes a directory: give --output DIR")
     refuse_same_file(output, [input_path])
-    if (ner is not None or model is not None) and engine is Engine.ray:
-        raise InvalidInputError("--ner and --model run with --engine local only")
+    if (ner is not None or model is not None or skip_invalid) and engine is Engine.ray:
+        raise InvalidInputError("--ner, --model and --skip-invalid run with --engine local only")
     done = completed_ids(output, output_format.value, overwrite)
     if done:
         typer.echo(f"resuming {output}: skipping {len(done):,} documents already linked (--overwrite to start over)",
@@ -141,9 +144,22 @@ def link(
         linker = Linker.open(bundle, filter=context_filter, ner=ner, name_filter=name_filter, model=model,
                              runtime="onnx" if texts else "torch", **params)
         vocabularies = linker.checked_vocabularies(codes) if codes else None
-        results = linker.link_stream((d for d in documents if d.id not in done), batch_size)
+        results = _reporting_skips(linker.link_stream((d for d in documents if d.id not in done), batch_size,
+                                                      skip_invalid))
         if vocabularies is not None:
             results = (linked.in_vocabularies(vocabularies) for linked in results)
     with counted("linking", skipped=len(done)) as advance:
         write_linked((advance(result) for result in results), output, output_format.value, candidates=candidates,
                      overwrite=overwrite)
+
+
+def _reporting_skips(results):
+    """The results, each document skipped as invalid reported on stderr as it goes by."""
+    skipped = 0
+    for result in results:
+        if result.error is not None:
+            skipped += 1
+            typer.echo(f"babelink: skipped {result.error}", err=True)
+        yield result
+    if skipped:
+        typer.echo(f"babelink: {skipped:,} documents skipped (--skip-invalid)", err=True)

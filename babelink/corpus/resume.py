@@ -97,11 +97,14 @@ def write_brat_each(results: Iterable[LinkedDocument], directory: Path) -> None:
 def write_linked(results: Iterable[LinkedDocument], output: str, output_format: str, *, candidates: bool = False,
                  overwrite: bool = False) -> None:
     """Write linked documents in `output_format` (`jsonl`, a `formats.WRITERS` name, or `brat`)
-    to `output` (`-`: stdout). A JSONL file is appended to and brat written per document, so both
-    resume (`completed_ids`); the other formats are one file, replaced atomically when complete."""
+    to `output` (`-`: stdout); a document that carries an error is a JSONL record, left out of the
+    others. A JSONL file is appended to and brat written per document, so both resume
+    (`completed_ids`); the other formats are one file, replaced atomically when complete."""
     from babelink.formats import WRITERS
     from babelink.fsutil import atomic_output
 
+    if output_format != "jsonl":  # only JSONL has a record for a document that could not be linked
+        results = (result for result in results if result.error is None)
     if output_format == "brat":
         write_brat_each(results, Path(output))
     elif output_format == "jsonl" and output != "-":

@@ -36,6 +36,7 @@ class Document:
     annotations: tuple[Annotation, ...] = ()
     lang: str | None = None
     infons: tuple[tuple[str, str], ...] = ()  # (key, value) pairs a writer that has room for them keeps (BioC)
+    source: str = ""  # where it was read ("notes.jsonl:9999"), for errors about it
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,7 @@ def _documents_at(path: str | Path) -> Iterator[Document]:
         return READERS_BY_SUFFIX[suffix](path)
     if _PUBTATOR_FIRST_LINE.match(_first_line(path)):
         return iter_pubtator(path)
-    return iter([Document(path.stem, read_text_file(path))])
+    return iter([Document(path.stem, read_text_file(path), source=str(path))])
 
 
 def jsonl_documents(lines: Iterable[tuple[int, str]], name: str | Path) -> Iterator[Document]:
@@ -65,7 +65,7 @@ def jsonl_documents(lines: Iterable[tuple[int, str]], name: str | Path) -> Itera
             given = "" if "id" in value else " (a line without an \"id\" takes its line number as id)"
             raise InputFormatError(name, number, f"duplicate document id {str(doc_id)!r}{given}")
         seen.add(str(doc_id))
-        yield Document(str(doc_id), value["text"], lang=lang)
+        yield Document(str(doc_id), value["text"], lang=lang, source=f"{name}:{number}")
 
 
 def read_mentions(path: str) -> Iterator[tuple[int, str, str]]:
@@ -90,7 +90,7 @@ def read_mentions(path: str) -> Iterator[tuple[int, str, str]]:
 
 def _text_directory(directory: Path) -> Iterator[Document]:
     for path in sorted(directory.rglob("*.txt")):
-        yield Document(path.relative_to(directory).with_suffix("").as_posix(), read_text_file(path))
+        yield Document(path.relative_to(directory).with_suffix("").as_posix(), read_text_file(path), source=str(path))
 
 
 def _first_line(path: Path) -> bytes:

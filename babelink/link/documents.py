@@ -289,6 +289,15 @@ def _generate(generator: CandidateGenerator, keys: list[SearchKey], top_k: int) 
     return generator.generate(list(texts), top_k, list(capitals), list(langs))
 
 
+def check_linkable(document: Document) -> None:
+    """Raise `InvalidInputError`, naming where the document was read, if it cannot be linked."""
+    try:
+        check_document(document.id, document.text)
+        check_language(document.lang, f"document {document.id!r}: lang")
+    except InvalidInputError as error:
+        raise InvalidInputError(f"{document.source}: {error}" if document.source else str(error)) from None
+
+
 def check_document(doc_id: str, text: object) -> str:
     if not isinstance(text, str):
         raise InvalidInputError(f"document {doc_id!r}: text must be a string, got {type(text).__name__}")

@@ -74,6 +74,7 @@ class LinkedDocument:
     text: str
     mentions: tuple[LinkedMention, ...] = field(default=())
     provenance: dict | None = None  # `Bundle.provenance` of the bundle that linked it
+    error: str | None = None  # why it could not be linked (`Linker.link_stream(skip_invalid=True)`)
 
     def in_vocabularies(self, vocabularies: Collection[str]) -> LinkedDocument:
         """This document with its mentions' codes in `vocabularies` only (`--codes`)."""
@@ -81,6 +82,8 @@ class LinkedDocument:
             replace(m, candidates=tuple(c.in_vocabularies(vocabularies) for c in m.candidates)) for m in self.mentions))
 
     def to_dict(self, with_candidates: bool = False) -> dict:
+        if self.error is not None:
+            return {"id": self.id, "error": self.error}
         record = {"id": self.id, "mentions": [mention.to_dict(with_candidates) for mention in self.mentions]}
         if self.provenance is not None:
             record["provenance"] = self.provenance

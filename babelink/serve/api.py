@@ -108,7 +108,11 @@ def _normalize(linker: Linker, request: NormalizeRequest) -> list[dict]:
 
 
 def _link(linker: Linker, request, documents: list[Document]) -> list[dict]:
-    return [document.to_dict() for document in _filtered(linker, request).link_documents(documents)]
+    """In a batch, a document that cannot be linked answers `{"id", "error"}` in its place and the
+    others are linked; a single text that cannot be is the request's error (422)."""
+    batch = not isinstance(request, LinkText)
+    linked = _filtered(linker, request).link_stream(documents, max(len(documents), 1), skip_invalid=batch)
+    return [document.to_dict() for document in linked]
 
 
 class _TooLarge(Exception):

@@ -129,8 +129,14 @@ class LinkedDocumentOut(BaseModel):
     provenance: ProvenanceOut
 
 
+class DocumentErrorOut(BaseModel):
+    id: str
+    error: str = Field(description="Why this document of the batch could not be linked; the others were.")
+
+
 class LinkBatchResponse(BaseModel):
-    documents: list[LinkedDocumentOut] = Field(description="One per document, in request order.")
+    documents: list[LinkedDocumentOut | DocumentErrorOut] = Field(
+        description="One per document, in request order: linked, or the reason it could not be.")
 
 
 class ErrorOut(BaseModel):

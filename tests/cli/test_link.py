@@ -82,6 +82,24 @@ def test_link_bad_input_is_one_clear_line(bundle, tmp_path, content, message):
     assert not (tmp_path / "out.jsonl").exists(), "no partial output file"
 
 
+def test_one_bad_document_is_named_by_file_and_line_and_can_be_skipped(bundle, tmp_path):
+    lines = [b'{"id": "a", "text": "asthma"}', b'{"id": "b", "text": "asthma \\ud800"}',
+             b'{"id": "c", "text": "asthma"}']
+    (tmp_path / "in.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    stopped = babelink("link", "-b", bundle, "-i", tmp_path / "in.jsonl", "-o", tmp_path / "out.jsonl")
+    assert stopped.returncode == 1 and "in.jsonl:2: document 'b'" in stopped.stderr
+    going_on = babelink("link", "-b", bundle, "-i", tmp_path / "in.jsonl", "-o", tmp_path / "all.jsonl",
+                        "--skip-invalid")
+    assert going_on.returncode == 0, going_on.stderr
+    assert "skipped " in going_on.stderr and "1 documents skipped" in going_on.stderr
+    records = [json.loads(line) for line in (tmp_path / "all.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in records] == ["a", "b", "c"] and "in.jsonl:2: document 'b'" in records[1]["error"]
+    assert _mentions(records[2]) == [("asthma", "C0004096")]
+    pubtator = babelink("link", "-b", bundle, "-i", tmp_path / "in.jsonl", "-o", tmp_path / "out.txt",
+                        "--format", "pubtator", "--skip-invalid")
+    assert pubtator.returncode == 0 and [d.id for d in iter_pubtator(tmp_path / "out.txt")] == ["a", "c"]
+
+
 def test_link_usage_errors(bundle, tmp_path):
     assert "not both or neither" in babelink("link", "-b", bundle).stderr
     assert "give --output DIR" in babelink("link", "-b", bundle, "asthma", "--format", "brat").stderr

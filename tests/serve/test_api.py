@@ -122,6 +122,17 @@ def test_link_batch_keeps_ids_and_order(client, linker):
     assert body["documents"][1]["mentions"] == []
 
 
+def test_a_bad_document_of_a_batch_answers_its_error_in_its_place(client):
+    documents = [{"id": "ok", "text": "Asthma."}, {"id": "odd", "text": "Asthma.", "lang": "zz"},
+                 {"id": "ok2", "text": "Diabetes mellitus."}]
+    response = client.post("/link", json={"documents": documents})
+    assert response.status_code == 200
+    body = response.json()["documents"]
+    assert [d["id"] for d in body] == ["ok", "odd", "ok2"] and set(body[1]) == {"id", "error"}
+    assert "'zz'" in body[1]["error"] and body[0]["mentions"] and body[2]["mentions"]
+    assert client.post("/link", json={"text": "Asthma.", "lang": "zz"}).status_code == 422
+
+
 def test_health(client, bundle_path):
     body = client.get("/health").json()
     assert body["status"] == "ok"
