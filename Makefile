@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test bench
+.PHONY: run test bench pack
 
 # `make run` installs what running needs; `make test` adds the test extras (spaCy, Ray, Selenium, …).
 $(BIN)/babelink: pyproject.toml
@@ -26,3 +26,7 @@ test: $(VENV)/.test-extras
 
 bench: $(VENV)/.test-extras
 	$(BIN)/python benchmarks/normalization.py
+
+# The GPU training job's input (docs/training.md): about 2.5 minutes on 2 cores, 37 MiB, never committed.
+pack: $(BIN)/babelink
+	$(BIN)/babelink train pack --data ../shared/data --out pack

@@ -11,6 +11,11 @@ sparse bundles built here, so the probe needs no trained model and takes a few m
   due, is a failure. The target is 0 failures.
 - **kill and resume**: `babelink link` over NCBI-disease test is killed (SIGKILL) part-way,
   rerun with the same command, and its output compared with an uninterrupted run's.
+- **all capitals**: NCBI-disease test linked as written and with every letter in capitals
+  (offsets kept), on a CTD MEDIC bundle; strict precision and recall of both. A text in capitals
+  must not link its function words (IS, AS, WAS) as diseases.
+- **a bad document in a batch**: NCBI-disease test as JSONL with a lone surrogate in one document;
+  `link` must name its file and line, and with `--skip-invalid` link every other document.
 - **rebuild under load**: a bundle is rebuilt in place from two KBs in turn while another
   process loads it and normalises a mention; every load must see one build (no errors, no answer
   from the other KB). Loopback HTTP load is `benchmarks/serve_load.py`'s job.
@@ -26,7 +31,7 @@ import sys
 import tempfile
 import textwrap
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from report import arguments, commit, machine, publish
@@ -76,6 +81,9 @@ def bad_input_cases(work: Path, bundle: Path) -> list[Case]:
         Case("function words are not diseases", ("link", *b, "The tumor is benign as it was removed."), "ok",
              stdout_lacks="C0021081"),
         Case("capitals acronym still links", ("link", *b, "Signs of IS and asthma."), "ok", stdout_has="C0021081"),
+        Case("a text in capitals", ("link", *b, "THE TUMOR IS BENIGN AS IT WAS REMOVED."), "ok",
+             stdout_lacks="C0021081"),
+        Case("--langs ''", ("normalize", *b, "asthma", "--langs", ""), "ok", stdout_has="C0004096"),
         Case("--output /dev/stdout", ("normalize", *b, "asthma", "--output", "/dev/stdout"), "ok",
              stdout_has="C0004096"),
         Case("--output to a symlink", ("normalize", *b, "asthma", "--output", link), "ok"),
@@ -184,6 +192,54 @@ def probe_kill_and_resume(work: Path, bundle: Path, corpus: Path) -> dict:
     return {"lines at kill": lines_at_kill, "identical after resume": same, "resume message": message[:80]}
 
 
+def probe_all_capitals(ctd: Path, corpus: Path) -> dict:
+    from babelink.augment import gold_resolver
+    from babelink.eval.metrics import span_scores
+    from babelink.formats.pubtator import iter_pubtator
+    from babelink.linker import Linker
+
+    linker = Linker.open(ctd)
+    documents = list(iter_pubtator(corpus))
+    resolve = gold_resolver(linker.bundle.kb)
+    gold = [(d.id, a.start, a.end, tuple(c for c in map(resolve, a.concept_ids) if c))
+            for d in documents for a in d.annotations]
+    gold = [g for g in gold if g[3]]
+    found = {}
+    for name, text_of in (("as written", lambda text: text), ("in capitals", _capitals)):
+        shown = [replace(d, text=text_of(d.text), annotations=()) for d in documents]
+        linked = linker.link_documents(shown)
+        predicted = [(d.id, m.start, m.end, m.concept.concept_id) for d in linked for m in d.mentions]
+        strict = span_scores(predicted, gold)["strict"]
+        function_words = sum(m.text in ("IS", "AS", "WAS", "IT", "ALL", "OR") for d in linked for m in d.mentions)
+        found[f"{name}: precision / recall"] = f"{strict['precision']:.3f} / {strict['recall']:.3f}"
+        found[f"{name}: mentions, of them function words"] = f"{len(predicted):,}, {function_words}"
+    return found
+
+
+def _capitals(text: str) -> str:
+    """Every letter in capitals where that keeps its length (ß stays: "SS" would move the offsets)."""
+    return "".join(upper if len(upper := char.upper()) == 1 else char for char in text)
+
+
+def probe_bad_document_in_batch(work: Path, ctd: Path, corpus: Path) -> dict:
+    from babelink.formats.pubtator import iter_pubtator
+
+    documents = list(iter_pubtator(corpus))
+    bad = len(documents) // 2
+    lines = [json.dumps({"id": d.id, "text": d.text}) for d in documents]
+    lines[bad] = lines[bad].replace('"text": "', '"text": "\\ud800', 1)  # a lone surrogate, as JSON escapes it
+    batch = work / "batch.jsonl"
+    batch.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    code, _, stderr = run(["link", "--bundle", ctd, "--input", batch, "--output", work / "stopped.jsonl"], timeout=600)
+    skipped_code, _, _ = run(["link", "--bundle", ctd, "--input", batch, "--output", work / "skipped.jsonl",
+                              "--skip-invalid"], timeout=600)
+    records = [json.loads(line) for line in (work / "skipped.jsonl").read_text(encoding="utf-8").splitlines()]
+    return {"documents, bad one at line": f"{len(documents):,}, {bad + 1}",
+            "without --skip-invalid: exit, message": f"{code}, {_last_message(stderr, work)[:70]}",
+            "with --skip-invalid: exit, records, errors": (f"{skipped_code}, {len(records):,}, "
+                                                            f"{sum('error' in record for record in records)}")}
+
+
 REBUILD_LOADER = textwrap.dedent("""
     import collections, json, sys, time
     from babelink.bundle.store import load_bundle
@@ -223,7 +279,8 @@ def probe_rebuild_under_load(work: Path, seconds: float) -> dict:
             "wrong answers": f"{found['wrong']:,}"}
 
 
-def report(bad: list[tuple[Case, str, str]], resume: dict, rebuild: dict, seconds: float) -> str:
+def report(bad: list[tuple[Case, str, str]], resume: dict, capitals: dict, batch: dict, rebuild: dict,
+           seconds: float) -> str:
     failures = [(case, outcome) for case, outcome, _ in bad if outcome != "pass"]
     lines = [
         f"## {time.strftime('%Y-%m-%d')} — fault probe (commit `{commit()}`)",
@@ -244,6 +301,8 @@ def report(bad: list[tuple[Case, str, str]], resume: dict, rebuild: dict, second
         "| probe | result |",
         "|---|---|",
         *(f"| kill and resume: {key} | {value} |" for key, value in resume.items()),
+        *(f"| NCBI-disease test {key} | {value} |" for key, value in capitals.items()),
+        *(f"| bad document in a batch: {key} | {value} |" for key, value in batch.items()),
         *(f"| rebuild under load: {key} | {value} |" for key, value in rebuild.items()),
         "",
     ]
@@ -267,9 +326,12 @@ def main() -> None:
         run(["build", "--kb", args.data / "kb" / "ctd-medic" / "CTD_diseases.tsv.gz", "--out", ctd, "--retriever",
              "sparse"], timeout=900)
         bad = probe_bad_inputs(work, bundle)
-        resume = probe_kill_and_resume(work, ctd, args.data / "bench" / "ncbi_disease" / "NCBItestset_corpus.txt")
+        ncbi_test = args.data / "bench" / "ncbi_disease" / "NCBItestset_corpus.txt"
+        resume = probe_kill_and_resume(work, ctd, ncbi_test)
+        capitals = probe_all_capitals(ctd, ncbi_test)
+        batch = probe_bad_document_in_batch(work, ctd, ncbi_test)
         rebuild = probe_rebuild_under_load(work, args.rebuild_seconds)
-    publish(report(bad, resume, rebuild, args.rebuild_seconds), not args.no_write, "robustness")
+    publish(report(bad, resume, capitals, batch, rebuild, args.rebuild_seconds), not args.no_write, "robustness")
 
 
 if __name__ == "__main__":
