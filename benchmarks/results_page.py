@@ -32,7 +32,7 @@ COMMAND = re.compile(r"Command: `(?P<command>[^`]+)`")
 
 @dataclass(frozen=True)
 class Summary:
-    """Which cells of a headline's tables make rows of the summary table: per value of the `key`
+    """Which cells of a headline's tables make its row of the summary table: per value of the `key`
     column (or once, without one), the `metric` of the first row whose `system` cell starts with
     each of `systems`, beside the same run's `baseline` row."""
 
@@ -91,27 +91,12 @@ HEADLINES = (
     Headline("Calibrated link decisions and translation, leave-one-language-out", "calibration", "calibrate.py",
              "decision", summary=Summary("decision", "strict F1", ("cosine ≥ 0.98 with translation, modifiers left",),
                                          "today", key="corpus")),
-    Headline("Link leaves modifiers out, embedded default", "end-to-end", "modifiers.py", "modifiers left out"),
-    Headline("Link: spans ranked only above the recall gate", "end-to-end", "recall_gate.py", "recall gate",
-             summary=Summary("recall gate", "documents/s", ("0.55",), "0.5 (previous default", key="corpus")),
-    Headline("Cognate respelling in renderings", "end-to-end", "cognates.py", "strict F1",
-             summary=Summary("system", "strict F1", ("respelling on",), "respelling off", key="workload")),
-    Headline("Link without --lang: the text's language guessed", "end-to-end", "language_guess.py", "strict F1",
-             summary=Summary("language", "strict F1", ("classifier",), "stop words", key="workload")),
     Headline("SAP-trained encoders, XL-BEL and Mantra GSC", "sap-training", "sap_training.py", "mean Acc@1"),
     Headline("Normalize speed", "speed", "normalize_speed.py", "mentions/s",
              summary=Summary("setting", "mentions/s", ("hybrid, default (",), "hybrid, encoder fp32")),
     Headline("First run on a fresh machine and CLI start-up", "speed", "first_run.py", "seconds",
              summary=Summary("start-up", "seconds", ('babelink normalize "fever"',), "the same from a file")),
-    Headline("Encoder precision: int8 against the default", "speed", "encoder_precision.py", ""),
     Headline("Batch throughput", "speed", "batch_throughput.py", "documents/s"),
-    Headline("Dense index at scale", "speed", "dense_scale.py", "bytes/name"),
-    Headline("Adding names without a rebuild", "speed", "update_speed.py", "seconds",
-             summary=Summary("step", "seconds", ("update with",), "full build")),
-    Headline("Queries written as KB names: stored vectors instead of encoding", "speed", "stored_vectors.py",
-             "rate/s", summary=Summary("system", "rate/s", ("stored vectors",), "every query encoded", key="workload",
-                                       key_prefix="open-umls")),
-    Headline("Embedded default KB joined across sources", "normalization", "default_kb.py", ""),
     Headline("Filters inside retrieval", "speed", "filter_retrieval.py", "recall@5",
              summary=Summary("system", "recall@5", ("in retrieval",), "post-filter", key="filter")),
     Headline("Serving under load", "serving", "serve_load.py", "requests/s"),
@@ -202,10 +187,11 @@ def select(headline: Headline, log: Log) -> Section | None:
     return None
 
 
-def summary_rows(headline: Headline, section: Section, link: str) -> list[str]:
-    """`| result | measured on | metric | babelink | baseline | section |` rows of the summary table."""
+def summary_row(headline: Headline, section: Section, link: str) -> str | None:
+    """The headline's one `| result | metric | babelink | baseline | section |` row: per key (a
+    set or corpus), the systems' values and the same run's baseline."""
     spec = headline.summary
-    rows = []
+    ours, theirs = [], []
     for table in section.tables:
         header = _cells(table[0])
         if not {spec.system, spec.metric, *([spec.key] if spec.key else [])} <= set(header):
@@ -215,16 +201,17 @@ def summary_rows(headline: Headline, section: Section, link: str) -> list[str]:
         for key in (key for key in keys if key.startswith(spec.key_prefix)):
             group = [row for row in cells if not spec.key or row[spec.key] == key]
             baseline = next((row for row in group if row[spec.system].startswith(spec.baseline)), None)
-            for system in spec.systems:
-                row = next((row for row in group if row[spec.system].startswith(system)), None)
-                if row is None or baseline is None:
-                    continue
-                rows.append(
-                    f"| {headline.title} | {key or '—'} | {spec.metric} "
-                    f"| {row[spec.system]}: {row[spec.metric]} | {baseline[spec.system]}: {baseline[spec.metric]} "
-                    f"| [{section.date}, `{section.commit}`]({link}) |"
-                )
-    return rows
+            found = [row for system in spec.systems
+                     for row in [next((row for row in group if row[spec.system].startswith(system)), None)] if row]
+            if baseline is None or not found:
+                continue
+            where = f"{key}: " if key else ""
+            ours.append(where + ", ".join(f"{row[spec.system]} {row[spec.metric]}" for row in found))
+            theirs.append(f"{where}{baseline[spec.system]} {baseline[spec.metric]}")
+    if not ours:
+        return None
+    return (f"| {headline.title} | {spec.metric} | {'; '.join(ours)} | {'; '.join(theirs)} "
+            f"| [{section.date}, `{section.commit}`]({link}) |")
 
 
 def _cells(line: str) -> list[str]:
@@ -255,8 +242,9 @@ def render(log_dir: Path) -> str:
         if section is None:
             continue
         link = f"benchmarks/log/{section.path.name}#{section.anchor}"
-        if headline.summary:
-            summary += summary_rows(headline, section, link)
+        row = summary_row(headline, section, link) if headline.summary else None
+        if row is not None:
+            summary.append(row)
         details += ["", f"### {headline.title}", "",
                     f"{section.date}, commit `{section.commit}` ([log]({link})): `{section.command}`"
                     + (f" · {section.context}" if section.context else "")]
@@ -264,9 +252,9 @@ def render(log_dir: Path) -> str:
             if headline.columns in table[0]:
                 details += ["", *table]
     out += ["", "## Current results", "",
-            "The headline numbers, each beside the baseline of the same run; the full tables follow.", "",
-            "| result | measured on | metric | babelink | baseline (same run) | section |",
-            "|---|---|---|---|---|---|",
+            "One row per headline result, each beside the baseline of the same run; the full tables follow.", "",
+            "| result | metric | babelink | baseline (same run) | section |",
+            "|---|---|---|---|---|",
             *summary, *details]
     out += ["", "## Logs", "", "| log | what it records | sections | dates |", "|---|---|---:|---|"]
     for name, log in logs.items():

@@ -5,7 +5,7 @@ Three layouts, chosen at build time and recorded in the bundle manifest:
 - `hnsw` (default): graph search over the same vectors, sub-linear query time, ~15% more
   memory; the default (BENCHMARKS.md has normalization runs with each).
 - `ivfpq`: OPQ rotation + inverted lists + product quantisation, `pq_bytes` per name, for UMLS
-  scale (15M names); `benchmarks/dense_scale.py` measures its recall against `flat`.
+  scale (15M names); its recall against `flat` is in benchmarks/log/speed.md.
 Files are memory-mapped on load, so several processes serving one bundle share the pages.
 """
 

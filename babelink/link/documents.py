@@ -63,7 +63,7 @@ class LinkParams:
     `recall_threshold` decides which spans are encoded at all, most of `link`'s time: the highest
     gate that dropped no span the default link threshold links, on seven dev corpora in three
     languages, chosen with each language left out in turn (every fold: 0.55, against 0.5 before;
-    17–26% fewer spans ranked, `benchmarks/recall_gate.py`). A lower `link_threshold` may want a
+    17–26% fewer spans ranked, benchmarks/log/end-to-end.md). A lower `link_threshold` may want a
     lower gate."""
 
     spans: SpanParams = field(default_factory=SpanParams)

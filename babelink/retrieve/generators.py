@@ -153,7 +153,7 @@ class HybridParams:
     in the union.
 
     The defaults are the best mean Acc@1 on NCBI-disease, BC5CDR-Disease and QUAERO (French) dev
-    (`benchmarks/tune_hybrid.py`, BENCHMARKS.md): the TF-IDF shortlist contributes candidates,
+    (benchmarks/log/tuning.md): the TF-IDF shortlist contributes candidates,
     and the encoder's cosine ranks them. Giving the sparse cosine weight helped English dev sets
     by up to 2 points and cost the French one 8, so the mean favours w = 1.
     """

@@ -7,7 +7,7 @@ least the KB's best match: a near-miss span ("type I von Willebrand disease" for
 "spinal cerebellar ataxia" for "cerebellar ataxia") must not outrank a KB name that matches
 better. Its concepts then rank first and the KB's fill the remaining places; otherwise the KB's
 candidates alone are returned. The comparison raised Acc@1 on NCBI-disease and BC5CDR-Disease
-dev (BENCHMARKS.md, `tune_hybrid.py`): both indexes score with the same encoder and fusion, so
+dev (benchmarks/log/tuning.md): both indexes score with the same encoder and fusion, so
 their scores compare.
 """
 

@@ -77,10 +77,9 @@ def fuse(original: list[Candidate], translated: list[tuple[str, list[Candidate]]
 
     The maximum has no parameter to tune and keeps scores on the scale of one query's cosine, so
     thresholds mean the same with or without translation. Measured leave-one-language-out against
-    a discounted maximum and weighted mixes, every fold chose it (`benchmarks/tune_translation.py`,
-    BENCHMARKS.md). A garbled rendering can only promote a concept it matches better than the
-    mention as written does. A candidate whose score came through a rendering carries it as
-    `translated`."""
+    a discounted maximum and weighted mixes, every fold chose it (benchmarks/log/tuning.md). A
+    garbled rendering can only promote a concept it matches better than the mention as written
+    does. A candidate whose score came through a rendering carries it as `translated`."""
     best = {candidate.concept_id: candidate for candidate in original}
     for rendering, candidates in translated:
         for candidate in candidates:

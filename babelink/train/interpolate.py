@@ -5,7 +5,7 @@ pretraining on KB synonyms (003 §2) teaches the encoder the KB's naming and, ov
 steps, wears away some of what the pretrained model knew about everyday phrasing: after 3,000
 all_syn steps XL-BEL English (Wikipedia anchors) lost 1.1 points Acc@1 while the other
 languages gained 4–9 (BENCHMARKS.md). Interpolating keeps most of the gain and returns the rest;
-`w` is chosen on dev data (`benchmarks/tune_interpolation.py`).
+`w` is chosen on dev data (benchmarks/log/tuning.md).
 
 The output directory is the trained checkpoint's (tokenizer, config, encoder settings, training
 record) with the mixed weights, written atomically, plus `interpolation.json` saying how it was

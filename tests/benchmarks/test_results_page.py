@@ -51,8 +51,8 @@ def test_an_appended_section_becomes_the_current_result_of_its_headline(logs, tm
     ctd = after.split("### Normalization, CTD MEDIC, bundled encoder")[1].split("###")[0]
     assert "commit `abcdef1`" in ctd and "| NCBI-disease test | ctd-medic | hybrid | 0.999 |" in ctd
     assert "normalization.md#2031-01-02--normalization-commit-abcdef1" in ctd
-    assert ("| Normalization, CTD MEDIC, bundled encoder | NCBI-disease test | Acc@1 | hybrid: 0.999 "
-            "| sparse: 0.500 |") in after
+    assert ("| Normalization, CTD MEDIC, bundled encoder | Acc@1 | NCBI-disease test: hybrid 0.999 "
+            "| NCBI-disease test: sparse 0.500 |") in after
     # the other headlines of the area keep their sections
     umls = "### Normalization, UMLS stand-in (open-umls), bundled encoder"
     assert after.split(umls)[1].split("###")[0] == before.split(umls)[1].split("###")[0]
