@@ -330,9 +330,18 @@ def generator_for(bundle: Bundle, encoder: Encoder | None = None, retriever: str
 
 def _kb_generator(bundle: Bundle, retriever: str, encoder: Encoder | None,
                   allowed: AllowedNames | None) -> CandidateGenerator:
-    if retriever == "sparse":
-        return SparseGenerator(bundle.kb, bundle.names, bundle.sparse, allowed=allowed)
-    if retriever == "dense":
-        return DenseGenerator(bundle.kb, bundle.names, bundle.dense, encoder, allowed=allowed)
-    return HybridGenerator(bundle.kb, bundle.names, bundle.sparse, bundle.dense, encoder,
-                           HybridParams(**bundle.manifest["hybrid"]), allowed=allowed)
+    if retriever not in KB_GENERATORS:
+        raise InvalidInputError(f"retriever must be one of {', '.join(KB_GENERATORS)}, got {retriever!r}")
+    return KB_GENERATORS[retriever](bundle, encoder, allowed)
+
+
+#: A bundle's `retriever` → its generator over one KB's indexes (the KB's own or the labeled spans').
+KB_GENERATORS = {
+    "sparse": lambda bundle, encoder, allowed: SparseGenerator(bundle.kb, bundle.names, bundle.sparse,
+                                                               allowed=allowed),
+    "dense": lambda bundle, encoder, allowed: DenseGenerator(bundle.kb, bundle.names, bundle.dense, encoder,
+                                                             allowed=allowed),
+    "hybrid": lambda bundle, encoder, allowed: HybridGenerator(
+        bundle.kb, bundle.names, bundle.sparse, bundle.dense, encoder, HybridParams(**bundle.manifest["hybrid"]),
+        allowed=allowed),
+}

@@ -9,7 +9,7 @@ from babelink.errors import BabelinkError, InputFormatError
 from babelink.kb.base import KnowledgeBase
 from babelink.text import normalize_name
 
-FORMATS = ("umls", "ctd", "obo", "tsv", "jsonl", "parquet")
+FORMATS = ("umls", "ctd", "obo", "tsv", "jsonl", "parquet")  # the keys of `READERS`
 
 
 def infer_format(path: Path) -> str:
@@ -61,28 +61,49 @@ def read_kb(
 
 
 def _read(path: Path, kb_format: str, languages, sources, term_types) -> KnowledgeBase:
-    if kb_format == "umls":
-        from babelink.kb.umls import read_umls
+    if kb_format not in READERS:
+        raise BabelinkError(f"unknown KB format {kb_format!r}; expected one of {', '.join(FORMATS)}")
+    return READERS[kb_format](path, languages, sources, term_types)
 
-        mrconso = (
-            path if path.is_file() else next(p for p in (path / "MRCONSO.RRF", path / "MRCONSO.RRF.gz") if p.is_file())
-        )
-        return read_umls(mrconso, languages=languages, sources=sources, term_types=term_types)
-    if kb_format == "ctd":
-        from babelink.kb.ctd import read_ctd
 
-        return read_ctd(path, languages=languages)
-    if kb_format == "obo":
-        from babelink.kb.obo import read_obo
+def _umls(path: Path, languages, sources, term_types) -> KnowledgeBase:
+    from babelink.kb.umls import read_umls
 
-        return read_obo(path, languages=languages)
-    if kb_format in ("tsv", "jsonl"):
-        from babelink.kb import tabular
+    mrconso = path if path.is_file() else next(p for p in (path / "MRCONSO.RRF", path / "MRCONSO.RRF.gz")
+                                               if p.is_file())
+    return read_umls(mrconso, languages=languages, sources=sources, term_types=term_types)
 
-        return getattr(tabular, f"read_{kb_format}")(path, languages=languages)
-    if kb_format == "parquet":
-        from babelink.kb.store import load_kb
 
-        kb = load_kb(path)
-        return kb if languages is None else kb.select_languages(languages)
-    raise BabelinkError(f"unknown KB format {kb_format!r}; expected one of {', '.join(FORMATS)}")
+def _ctd(path: Path, languages, *_) -> KnowledgeBase:
+    from babelink.kb.ctd import read_ctd
+
+    return read_ctd(path, languages=languages)
+
+
+def _obo(path: Path, languages, *_) -> KnowledgeBase:
+    from babelink.kb.obo import read_obo
+
+    return read_obo(path, languages=languages)
+
+
+def _tsv(path: Path, languages, *_) -> KnowledgeBase:
+    from babelink.kb.tabular import read_tsv
+
+    return read_tsv(path, languages=languages)
+
+
+def _jsonl(path: Path, languages, *_) -> KnowledgeBase:
+    from babelink.kb.tabular import read_jsonl
+
+    return read_jsonl(path, languages=languages)
+
+
+def _parquet(path: Path, languages, *_) -> KnowledgeBase:
+    from babelink.kb.store import load_kb
+
+    kb = load_kb(path)
+    return kb if languages is None else kb.select_languages(languages)
+
+
+#: `--kb-format` → reader of (path, languages, sources, term_types); each imports its module on use.
+READERS = {"umls": _umls, "ctd": _ctd, "obo": _obo, "tsv": _tsv, "jsonl": _jsonl, "parquet": _parquet}
