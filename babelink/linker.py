@@ -27,6 +27,7 @@ from babelink.link.documents import DocumentLinker, LinkParams, check_linkable
 from babelink.link.mentions import LinkedDocument
 from babelink.link.modifiers import concept_types
 from babelink.link.ngram_search import LinkedPart, ngram_search
+from babelink.link.records import NormalizedMention
 from babelink.retrieve.calibration import CALIBRATION_FILE, LOOKAHEAD, Calibration, Calibrator, check_probability
 from babelink.retrieve.candidate import (
     Candidate,
@@ -39,7 +40,7 @@ from babelink.retrieve.filters import AllowedNames, NameFilter, allowed_concepts
 from babelink.retrieve.generators import DenseGenerator, HybridGenerator, HybridParams, SparseGenerator
 from babelink.retrieve.switching import SwitchingGenerator
 from babelink.retrieve.translation import TranslatingGenerator
-from babelink.text import normalized_mention, written_in_capitals
+from babelink.text import normalize_name, normalized_mention, written_in_capitals
 
 if TYPE_CHECKING:
     from babelink.dual.linker import DualLinker
@@ -234,15 +235,40 @@ class Linker:
 
     def normalize_stream(self, mentions: Iterable[str], top_k: int = 5, lang: str | None = None,
                          min_probability: float = 0.0) -> Iterator[tuple[str, list[Candidate]]]:
-        """Lazily normalise an iterable of any length, batch by batch: `(mention, candidates)`."""
+        """Lazily normalise an iterable of any length, batch by batch: `(mention, candidates)`;
+        an unusable mention raises `InvalidInputError`."""
+        for result in self.normalize_each(mentions, top_k, lang, min_probability):
+            if result.error is not None:
+                raise InvalidInputError(result.error)
+            yield result.mention, result.candidates
+
+    def normalize_each(self, mentions: Iterable[str], top_k: int = 5, lang: str | None = None,
+                       min_probability: float = 0.0, ngram_threshold: float | None = None
+                       ) -> Iterator[NormalizedMention]:
+        """One `NormalizedMention` per mention, in order: its candidates, or why it cannot be
+        searched (the only place a mention is validated and normalised). With `ngram_threshold`,
+        a mention whose best concept scores below it also gets its linked n-grams (002 §4.4.1),
+        decided from the candidates it already has and calibrated as they are."""
         check_top_k(top_k)
         check_probability(min_probability)
         lang = check_language(lang)
         for batch in batched(mentions, self.BATCH_SIZE):
-            found = self._normalize_batch(batch, top_k, lang)
-            if min_probability > 0:
-                found = [[c for c in candidates if (c.probability or 0.0) >= min_probability] for candidates in found]
-            yield from zip(batch, found)
+            keys: list[tuple[str, bool] | str] = []  # (normalised, in capitals), or the error
+            for mention in batch:
+                try:
+                    keys.append((normalized_mention(mention), written_in_capitals(mention)))
+                except InvalidInputError as error:
+                    keys.append(str(error))
+            found = self._normalize_keys([key for key in dict.fromkeys(keys) if isinstance(key, tuple)], top_k, lang)
+            for mention, key in zip(batch, keys):
+                if isinstance(key, str):
+                    yield NormalizedMention(mention, [], error=key)
+                    continue
+                candidates = found[key]
+                parts = None
+                if ngram_threshold is not None and (not candidates or candidates[0].score < ngram_threshold):
+                    parts = self._ngram_parts(mention, candidates, ngram_threshold, top_k, lang, min_probability)
+                yield NormalizedMention(mention, _at_least(candidates, min_probability), parts)
 
     def link(self, text: str, lang: str | None = None, doc_id: str = "") -> LinkedDocument:
         """The concept mentions of one text, with character offsets into it."""
@@ -284,26 +310,39 @@ class Linker:
         linker = DualLinker(self.model, self.bundle, replace(self.link_params, top_k=top_k), self.name_filter)
         return linker.disambiguate(documents)
 
-    def search_ngrams(self, mention: str, threshold: float, top_k: int = 5,
-                      lang: str | None = None) -> list[LinkedPart]:
-        """The mention's linked parts by the n-gram search loop (002 §4.4.1): the whole mention
-        when its best concept scores at least `threshold`, else its best-scoring n-grams."""
-        normalized_mention(mention)  # validates
-        check_top_k(top_k)
-        return ngram_search(self.generator, mention, threshold, top_k, lang=check_language(lang))
 
-    def _normalize_batch(self, mentions: Sequence[str], top_k: int, lang: str | None) -> list[list[Candidate]]:
-        """Each distinct normalised string is searched once per batch: repeats are common in corpora."""
-        keys = [(normalized_mention(mention), written_in_capitals(mention)) for mention in mentions]
-        unique = list(dict.fromkeys(keys))
-        depth = top_k if self.calibration is None else top_k + LOOKAHEAD
-        found = self.generator.generate([text for text, _ in unique], depth, [capitals for _, capitals in unique],
-                                        [lang] * len(unique))
-        if self.calibration is not None:
-            found = [self.calibration.annotate("normalize", text, candidates)[:top_k]
-                     for (text, _), candidates in zip(unique, found)]
-        answers = dict(zip(unique, found))
-        return [answers[key] for key in keys]
+    def _normalize_keys(self, keys: list[tuple[str, bool]], top_k: int,
+                        lang: str | None) -> dict[tuple[str, bool], list[Candidate]]:
+        """The calibrated candidates of each distinct (normalised string, in capitals): a batch
+        searches each once, repeats being common in corpora."""
+        found = self.generator.generate([text for text, _ in keys], self._depth(top_k),
+                                        [capitals for _, capitals in keys], [lang] * len(keys))
+        return {key: self._calibrated(key[0], candidates, top_k) for key, candidates in zip(keys, found)}
+
+    def _depth(self, top_k: int) -> int:
+        """Candidates to rank: `top_k`, and `LOOKAHEAD` more where they will be calibrated."""
+        return top_k if self.calibration is None else top_k + LOOKAHEAD
+
+    def _calibrated(self, normalized: str, candidates: list[Candidate], top_k: int) -> list[Candidate]:
+        if self.calibration is None:
+            return candidates[:top_k]
+        return self.calibration.annotate("normalize", normalized, candidates)[:top_k]
+
+    def _ngram_parts(self, mention: str, candidates: list[Candidate], threshold: float, top_k: int,
+                     lang: str | None, min_probability: float) -> list[LinkedPart]:
+        """The mention's linked n-grams, each part's candidates calibrated; a part left with none
+        above `min_probability` is no part."""
+        parts = ngram_search(self.generator, mention, threshold, self._depth(top_k), lang=lang, whole=candidates)
+        calibrated = (replace(part, candidates=_at_least(self._calibrated(normalize_name(part.text), part.candidates,
+                                                                          top_k), min_probability))
+                      for part in parts)
+        return [part for part in calibrated if part.candidates]
+
+
+def _at_least(candidates: list[Candidate], min_probability: float) -> list[Candidate]:
+    if min_probability <= 0:
+        return candidates
+    return [candidate for candidate in candidates if (candidate.probability or 0.0) >= min_probability]
 
 
 def generator_for(bundle: Bundle, encoder: Encoder | None = None, retriever: str | None = None,

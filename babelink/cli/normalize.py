@@ -75,18 +75,18 @@ def normalize(
     with atomic_output(output) as out:
         if output_format is OutputFormat.tsv:
             out.write(tsv_header(vocabularies or ()))
-        for item in normalize_lines(linker, lines, top_k, source, skip_invalid, lang, min_probability or 0.0):
+        items = normalize_lines(linker, lines, top_k, source, skip_invalid, lang, min_probability or 0.0,
+                                None if output_format is OutputFormat.tsv else ngram_threshold)
+        for item in items:
+            result = item.result
             if vocabularies is not None:
-                item = replace(item, candidates=[c.in_vocabularies(vocabularies) for c in item.candidates])
-            if item.error is not None:
-                typer.echo(f"{source}:{item.line}: skipped: {item.error}", err=True)
+                result = replace(result, candidates=[c.in_vocabularies(vocabularies) for c in result.candidates])
+                item = replace(item, result=result)
+            if result.error is not None:
+                typer.echo(f"{source}:{item.line}: skipped: {result.error}", err=True)
             if output_format is OutputFormat.tsv:
-                out.write(tsv_rows(item.mention, item.candidates, vocabularies or ()))  # no rows for a skipped mention
+                out.write(tsv_rows(item.mention, result.candidates, vocabularies or ()))  # none for a skipped one
                 continue
-            parts = None
-            best = item.candidates[0].score if item.candidates else None
-            if item.error is None and ngram_threshold is not None and (best is None or best < ngram_threshold):
-                parts = linker.search_ngrams(item.searched, ngram_threshold, top_k, lang)
             # an unusable mention may hold a lone surrogate: JSON escapes it
-            record = item.record(linker.bundle.provenance, parts)
-            out.write(json.dumps(record, ensure_ascii=item.error is not None) + "\n")
+            record = item.record(linker.bundle.provenance)
+            out.write(json.dumps(record, ensure_ascii=result.error is not None) + "\n")

@@ -36,15 +36,18 @@ class LinkedPart:
 
 
 def ngram_search(generator: CandidateGenerator, mention: str, threshold: float, top_k: int = 5,
-                 stopwords: frozenset[str] = frozenset(), lang: str | None = None) -> list[LinkedPart]:
+                 stopwords: frozenset[str] = frozenset(), lang: str | None = None,
+                 whole: list[Candidate] | None = None) -> list[LinkedPart]:
     """The linked parts of `mention`, in text order: the whole mention when it reaches
-    `threshold`, otherwise its best n-grams (possibly none). `lang` is the mention's language."""
+    `threshold`, otherwise its best n-grams (possibly none). `lang` is the mention's language;
+    `whole`, the mention's own candidates when the caller has them (it is not searched again)."""
 
     def search(texts: list[str]) -> list[list[Candidate]]:
         return generator.generate([normalize_name(t) for t in texts], top_k, [written_in_capitals(t) for t in texts],
                                   [lang] * len(texts))
 
-    [whole] = search([mention])
+    if whole is None:
+        [whole] = search([mention])
     if whole and whole[0].score >= threshold:
         return [LinkedPart(0, len(mention), mention, whole)]
     tokens = tokenize(mention)

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from collections import deque
+import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from babelink.errors import InputFormatError, InvalidInputError
+from babelink.errors import InputFormatError
 from babelink.link.ngram_search import LinkedPart
 from babelink.retrieve.candidate import Candidate
-from babelink.text import normalized_mention
 
 #: Columns of `normalize --format tsv`, one row per candidate; a column per `--codes` vocabulary follows.
 TSV_COLUMNS = ("mention", "rank", "id", "name", "matched_name", "score")
@@ -46,44 +45,40 @@ def tsv_rows(mention: str, candidates: Sequence[Candidate], vocabularies: Sequen
 
 
 @dataclass(frozen=True)
+class NormalizedMention:
+    """One mention's answer (`Linker.normalize_each`): its candidates and, when the n-gram search
+    loop ran, its linked parts; or why it could not be searched."""
+
+    mention: str
+    candidates: list[Candidate]
+    parts: list[LinkedPart] | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
 class Normalized:
-    """One input line of `normalize`: its candidates, or why the mention could not be searched."""
+    """One input line of `normalize`: the mention as written on it, and its answer."""
 
     line: int
     mention: str
-    searched: str
-    candidates: list[Candidate]
-    error: str | None = None
+    result: NormalizedMention
 
-    def record(self, provenance: dict, parts: Sequence[LinkedPart] | None = None) -> dict:
-        if self.error is not None:
-            return {"mention": self.mention, "line": self.line, "error": self.error}
-        return normalize_record(self.mention, self.candidates, provenance, searched=self.searched, parts=parts)
+    def record(self, provenance: dict) -> dict:
+        if self.result.error is not None:
+            return {"mention": self.mention, "line": self.line, "error": self.result.error}
+        return normalize_record(self.mention, self.result.candidates, provenance, searched=self.result.mention,
+                                parts=self.result.parts)
 
 
 def normalize_lines(linker, lines: Iterable[tuple[int, str, str]], top_k: int, source: str,
-                    skip_invalid: bool = False, lang: str | None = None,
-                    min_probability: float = 0.0) -> Iterator[Normalized]:
+                    skip_invalid: bool = False, lang: str | None = None, min_probability: float = 0.0,
+                    ngram_threshold: float | None = None) -> Iterator[Normalized]:
     """`(line, mention, text to search)` items → `Normalized`, in input order, streamed in the
     linker's batches. An unusable mention is an `InputFormatError` naming `source` and its line, or
     with `skip_invalid` a `Normalized` carrying the error, and the run goes on."""
-    pending: deque[Normalized] = deque()  # read, not yet answered
-
-    def searchable() -> Iterator[str]:
-        for line, mention, text in lines:
-            try:
-                normalized_mention(text)
-            except InvalidInputError as error:
-                if not skip_invalid:
-                    raise InputFormatError(source, line, f"{error} (--skip-invalid to go on)") from None
-                pending.append(Normalized(line, mention, text, [], str(error)))
-                continue
-            pending.append(Normalized(line, mention, text, []))
-            yield text
-
-    for _, candidates in linker.normalize_stream(searchable(), top_k, lang, min_probability):
-        while pending[0].error is not None:
-            yield pending.popleft()
-        item = pending.popleft()
-        yield Normalized(item.line, item.mention, item.searched, candidates)
-    yield from pending  # errors after the last searchable line
+    read, searched = itertools.tee(lines)
+    results = linker.normalize_each((text for _, _, text in searched), top_k, lang, min_probability, ngram_threshold)
+    for (line, mention, _), result in zip(read, results):
+        if result.error is not None and not skip_invalid:
+            raise InputFormatError(source, line, f"{result.error} (--skip-invalid to go on)")
+        yield Normalized(line, mention, result)

@@ -28,7 +28,6 @@ import numpy as np
 
 from babelink.errors import BundleError, InvalidInputError
 from babelink.retrieve.candidate import Candidate
-from babelink.text import normalize_name
 
 #: Knots of the score's hinge features `max(0, score − k)`: the logit is piecewise linear in the
 #: score, so the model can be as sharp near 1.0, where cosines of right and wrong concepts crowd, as
@@ -91,7 +90,7 @@ def candidate_features(normalized: str, candidates: Sequence[Candidate], shares:
             candidate.score if candidate.sparse_score is None else candidate.sparse_score,
             float(candidate.translated is not None),
             float(candidate.index == "spans"),
-            float(normalize_name(candidate.matched_name) == normalized),
+            float(candidate.matched_string == normalized),
             length,
             share,
         ))

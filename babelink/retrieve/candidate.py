@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from babelink.errors import InvalidInputError
+from babelink.text import normalize_name
 
 #: Candidates per mention anyone may ask for: generators search several times as many name strings
 #: per mention, so an unbounded `top_k` is an unbounded allocation, and past a hundred the ranks
@@ -37,6 +38,7 @@ class Candidate:
     translated: str | None = None  # the English rendering that found it (`TranslatingGenerator`)
     probability: float | None = None  # calibrated probability that it is the right concept (`retrieve.calibration`)
     codes: tuple[tuple[str, str], ...] = ()  # (vocabulary, code) of the concept (`concept_codes`)
+    matched_string: str = ""  # `matched_name` normalised (`text.normalize_name`): the string the mention met
 
     def to_dict(self) -> dict:
         fields = {
@@ -68,7 +70,8 @@ class Candidate:
         """The inverse of `to_dict` (scores as rounded there)."""
         return cls(fields["id"], fields["name"], fields["matched_name"], fields["score"], fields.get("sparse_score"),
                    fields.get("dense_score"), fields.get("index", "kb"), fields.get("translated"),
-                   fields.get("probability"), tuple(fields.get("codes", {}).items()))
+                   fields.get("probability"), tuple(fields.get("codes", {}).items()),
+                   normalize_name(fields["matched_name"]))
 
 
 _CUI = re.compile(r"C\d{7}")

@@ -65,6 +65,7 @@ class _StringHitAggregator:
                         None if sparse_scores is None else float(sparse_scores[position]),
                         None if dense_scores is None else float(dense_scores[position]),
                         codes=self._codes_of(concept_row),
+                        matched_string=self.names.strings[string_row],
                     )
                 )
                 if len(ranked) == top_k:

@@ -132,8 +132,10 @@ def test_generators_aggregate_per_concept_and_apply_threshold():
 
 def candidates_of(kb, concept_id, matched):
     from babelink.retrieve.candidate import Candidate
+    from babelink.text import normalize_name
 
-    return Candidate(concept_id, kb.preferred_name(concept_id), matched, 1.0, codes=(("ID", concept_id),))
+    return Candidate(concept_id, kb.preferred_name(concept_id), matched, 1.0, codes=(("ID", concept_id),),
+                     matched_string=normalize_name(matched))
 
 
 def test_shared_names_list_the_concepts_they_are_the_preferred_name_of_first():

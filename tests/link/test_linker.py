@@ -5,7 +5,7 @@ import tracemalloc
 import pytest
 from support import build_sparse_bundle
 
-from babelink.errors import InvalidInputError
+from babelink.errors import InputFormatError, InvalidInputError
 from babelink.formats.document import Annotation, Document
 from babelink.link.documents import split_segments
 from babelink.link.mentions import LinkedDocument
@@ -165,3 +165,20 @@ def test_a_text_all_in_capitals_reads_its_function_words_as_words(linker, lang):
     assert ("IS", "C0021081") in _found(linker.link("Signs of IS were absent, the fever was high.", lang=lang))
     defined = _found(linker.link("IMMUNE SUPPRESSION (IS) WAS SEEN. IS IS RARE.", lang=lang))
     assert ("IS", "C0021081") in defined
+
+
+def test_a_mention_is_normalised_once_whatever_the_caller(linker, monkeypatch):
+    """`normalize_each` is where a mention is validated and normalised; nothing before or after it
+    (the CLI's line reader, calibration, the n-gram loop's whole-mention check) does it again."""
+    from babelink import text
+    from babelink.link.records import normalize_lines
+
+    calls = []
+    real = text.normalize_name
+    monkeypatch.setattr(text, "normalize_name", lambda value: calls.append(value) or real(value))
+    lines = [(1, "asthma", "asthma"), (2, "Diabetes", "Diabetes"), (3, "!!", "!!"), (4, "asthma", "asthma")]
+    items = list(normalize_lines(linker, lines, 3, "<test>", skip_invalid=True, ngram_threshold=0.5))
+    assert [item.result.error is None for item in items] == [True, True, False, True]
+    assert calls == ["asthma", "Diabetes", "!!", "asthma"]
+    with pytest.raises(InputFormatError, match="<test>:3: mention '!!' is empty after normalisation"):
+        list(normalize_lines(linker, lines, 3, "<test>"))

@@ -16,8 +16,9 @@ from babelink.retrieve.candidate import Candidate
 
 
 def test_features_describe_the_ranking():
-    candidates = [Candidate("A", "a", "Heart attack", 0.95, dense_score=0.95, sparse_score=0.6),
-                  Candidate("B", "b", "Heart", 0.90, translated="heart")]
+    candidates = [Candidate("A", "a", "Heart attack", 0.95, dense_score=0.95, sparse_score=0.6,
+                            matched_string="heart attack"),
+                  Candidate("B", "b", "Heart", 0.90, translated="heart", matched_string="heart")]
     rows = candidate_features("heart attack", candidates, {"LATIN": 0.8})
     named = [dict(zip(FEATURES, row)) for row in rows]
     assert named[0]["exact"] == 1.0 and named[0]["is_best"] == 1.0 and named[0]["sparse"] == 0.6

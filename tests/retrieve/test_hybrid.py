@@ -244,13 +244,14 @@ def test_ngram_search_links_the_parts_of_an_unmatched_mention(kb, tmp_path):
     both = KnowledgeBase(pa.concat_tables([kb.names, pain.names]), pa.concat_tables([kb.concepts, pain.concepts]))
     linker = Linker(load_bundle(build_bundle(both, tmp_path / "b", retriever="sparse")))
     mention = "severe diabetes mellitus and high blood pressure"
-    parts = linker.search_ngrams(mention, threshold=0.95, top_k=1)
+    parts = _answer(linker, mention, top_k=1).parts
     assert [(p.text, p.candidates[0].concept_id) for p in parts] == [
         ("diabetes mellitus", "MESH:D003920"), ("high blood pressure", "MESH:D006973")]
     assert all(mention[p.start : p.end] == p.text for p in parts)
-    [whole] = linker.search_ngrams("Asthma", threshold=0.95)
-    assert (whole.start, whole.end, whole.candidates[0].concept_id) == (0, 6, "MESH:D001249")
-    assert linker.search_ngrams("zzz qqq", threshold=0.95) == []
+    assert all(len(p.candidates) == 1 and p.candidates[0].probability is not None for p in parts)  # calibrated
+    asthma = _answer(linker, "Asthma")
+    assert asthma.parts is None and asthma.candidates[0].concept_id == "MESH:D001249"  # above the threshold
+    assert _answer(linker, "zzz qqq").parts == []
 
 
 def test_ngram_search_reads_scripts_without_spaces_and_stops_at_punctuation(tmp_path):
@@ -260,8 +261,13 @@ def test_ngram_search_reads_scripts_without_spaces_and_stops_at_punctuation(tmp_
         builder.add_name(concept_id, name, lang=lang)
     linker = Linker(load_bundle(build_bundle(builder.build(), tmp_path / "b", retriever="sparse")))
     mention = "糖尿病和高血压"
-    parts = linker.search_ngrams(mention, threshold=0.95, top_k=1, lang="zh")
+    parts = _answer(linker, mention, top_k=1, lang="zh").parts
     assert [(p.start, p.end, p.text, p.candidates[0].concept_id) for p in parts] == [
         (0, 3, "糖尿病", "D1"), (4, 7, "高血压", "D2")]
     # "pain. Relief came" holds no mention of "pain relief": the full stop is a barrier
-    assert [p.text for p in linker.search_ngrams("pain. Relief came", threshold=0.95)] == ["pain"]
+    assert [p.text for p in _answer(linker, "pain. Relief came").parts] == ["pain"]
+
+
+def _answer(linker, mention, **options):
+    [answer] = linker.normalize_each([mention], ngram_threshold=0.95, **options)
+    return answer
