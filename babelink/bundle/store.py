@@ -14,6 +14,7 @@ directory beside the target and renamed into place.
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 import shutil
@@ -279,7 +280,7 @@ def load_bundle(path: str | Path, *, verify: bool = False) -> Bundle:
         try:
             bundle = _load_once(path, verify)
         except BundleError:
-            if before == _build_id(path):
+            if before == _build_id(path) and not (before is None and _being_swapped(path)):
                 raise  # missing, or stable and damaged: not a bundle being replaced
         else:
             if bundle.manifest["build_id"] == _build_id(path):  # no swap since the manifest was read
@@ -308,6 +309,12 @@ def load_bundle_with_encoder(path: str | Path, runtime: str = "torch") -> tuple[
 #: A load that overlapped an in-place rebuild is retried this often, this far apart.
 _LOAD_ATTEMPTS = 5
 _RELOAD_PAUSE_SECONDS = 0.05
+
+
+def _being_swapped(path: Path) -> bool:
+    """Whether a rebuild is swapping a new directory in (`fsutil.replace_directory`): between its
+    two renames the path is briefly missing while the old directory sits aside."""
+    return any(path.parent.glob(f"{glob.escape(f'.{path.name}.old-')}*"))
 
 
 def _build_id(path: Path) -> str | None:
