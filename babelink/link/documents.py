@@ -33,8 +33,7 @@ from babelink.link.mentions import LinkedDocument, LinkedMention
 from babelink.link.modifiers import MODIFIER_TYPES, is_modifier
 from babelink.link.ngram_search import ngram_search
 from babelink.retrieve.calibration import LOOKAHEAD, Calibration, check_probability
-from babelink.retrieve.candidate import Candidate, CandidateGenerator, check_top_k
-from babelink.retrieve.translation import TranslatingGenerator
+from babelink.retrieve.candidate import Candidate, CandidateGenerator, check_top_k, deciding_at
 from babelink.text import capitals_in_context, normalize_name, written_in_capitals
 
 #: Longest document `link` accepts; a larger one is rejected with a clear error, not paged in.
@@ -129,8 +128,8 @@ class DocumentLinker:
     languages: frozenset[str] = frozenset()
 
     def __post_init__(self):
-        if isinstance(self.ranker, TranslatingGenerator):  # no rendering skipped that could clear the link threshold
-            object.__setattr__(self, "ranker", self.ranker.deciding_at(self.params.link_threshold))
+        # no shortcut (a rendering skipped) that could have cleared the link threshold
+        object.__setattr__(self, "ranker", deciding_at(self.ranker, self.params.link_threshold))
 
     def link(self, documents: Sequence[Document]) -> list[LinkedDocument]:
         """Link a batch of documents; a document's `lang` None is guessed per segment."""

@@ -126,3 +126,11 @@ class CandidateGenerator(Protocol):
         `langs[i]` is mention i's language where known (ISO 639-1; None: unknown); only a
         generator that translates (`retrieve.translation`) uses it."""
         ...
+
+
+def deciding_at(generator: CandidateGenerator, threshold: float) -> CandidateGenerator:
+    """`generator` for a caller that keeps only answers scoring `threshold` or more: a generator
+    whose shortcuts depend on that threshold (a translating one skips renderings of confident
+    mentions) defines `deciding_at(threshold)`; any other is used as it is."""
+    adjust = getattr(generator, "deciding_at", None)
+    return generator if adjust is None else adjust(threshold)
