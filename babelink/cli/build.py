@@ -71,7 +71,7 @@ def build(
 ) -> None:
     """Read a KB and write a bundle (KB + TF-IDF and/or dense index + manifest)."""
     from babelink import augment
-    from babelink.bundle.store import DEFAULT_SWITCH_THRESHOLD, build_bundle
+    from babelink.bundle.store import DEFAULT_SWITCH_THRESHOLD, build_bundle, read_manifest
     from babelink.index.dense import DenseParams
     from babelink.kb.obo import read_obo_branches, types_from_ontology
     from babelink.kb.readers import read_kb
@@ -115,6 +115,9 @@ def build(
         )
     summary = (f"wrote {path}: {len(knowledge_base):,} concepts, {knowledge_base.num_names:,} names, "
                f"{retriever.value} retriever")
+    built = read_manifest(path).get("dense", {}).get("encoder")
+    if built is not None:  # which encoder, run how: a bundle is queried with this one only
+        summary += f" with encoder {built['name']} ({built['dimension']}-d, precision {built['precision']})"
     if spans is not None:
         summary += f", {spans.num_names:,} labeled spans"
     if dft is not None:
