@@ -28,7 +28,7 @@ from pathlib import Path
 
 from babelink.errors import BabelinkError
 from babelink.formats.document import NormalizationQuery
-from babelink.fsutil import write_directory
+from babelink.fsutil import staging_directory, write_directory
 from babelink.kb.base import KnowledgeBase
 from babelink.text import normalize_name
 
@@ -92,7 +92,6 @@ def build_pack(sources: PackSources, out: Path, model_file: Path, checkpoint: Pa
     from babelink.encoders.e5_bundled import E5_SETTINGS, convert_e5_file
     from babelink.encoders.e5_bundled.prune import prune_e5_file
     from babelink.encoders.transformer import EncoderSettings
-    from babelink.fsutil import staging_directory
 
     started = time.monotonic()
     names = {key: _distinct((c, lang, normalize_name(n)) for c, lang, n in source.rows)
@@ -100,7 +99,8 @@ def build_pack(sources: PackSources, out: Path, model_file: Path, checkpoint: Pa
     pairs = {lang: _distinct((normalize_name(e), normalize_name(f)) for e, f in rows)
              for lang, rows in sources.pairs.items()}
     pairs = {lang: [(e, f) for e, f in rows if e != f] for lang, rows in pairs.items()}
-    evaluations = {key: [(q.lang or "", normalize_name(q.mention), "|".join(q.gold_ids)) for q in source.queries]
+    evaluations = {key: [row for row in ((q.lang or "", normalize_name(q.mention), "|".join(q.gold_ids))
+                                         for q in source.queries) if row[1]]
                    for key, source in sources.evaluations.items()}
     strings = sorted({row[2] for rows in names.values() for row in rows}
                      | {text for rows in pairs.values() for row in rows for text in row}
