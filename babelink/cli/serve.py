@@ -8,18 +8,36 @@ from typing import Annotated
 import typer
 
 from babelink.cli import options
+from babelink.errors import InvalidInputError
 
 
-def info(bundle: options.BundleOption = None) -> None:
+def info(
+    bundle: options.BundleOption = None,
+    encoder: Annotated[str | None, typer.Option(
+        "--encoder", help="A trained encoder (a packaged name or an artefact file): print its manifest and the "
+                          "terms of its training data instead.")] = None,
+) -> None:
     """Print a bundle's provenance (what every prediction reports) and its manifest.
 
-    Without --bundle, the embedded default's."""
+    Without --bundle, the embedded default's. A bundle whose vectors come from a packaged trained
+    encoder also shows what that encoder was trained on, and on what terms."""
     from babelink.bundle.default import default_bundle
     from babelink.bundle.store import load_bundle
+    from babelink.encoders.artefacts import artefact_file, packaged, read_manifest, terms
 
+    if encoder is not None:
+        if bundle is not None:
+            raise InvalidInputError("give --bundle or --encoder, not both")
+        manifest = read_manifest(artefact_file(encoder))
+        typer.echo(json.dumps({"terms": terms(manifest), "manifest": manifest}, indent=2, ensure_ascii=False))
+        return
     loaded = load_bundle(bundle or default_bundle())
-    typer.echo(json.dumps({"provenance": loaded.provenance, "manifest": loaded.manifest}, indent=2,
-                          ensure_ascii=False))
+    shown = {"provenance": loaded.provenance, "manifest": loaded.manifest}
+    name = loaded.manifest.get("dense", {}).get("encoder", {}).get("name")
+    if name in packaged():
+        trained = read_manifest(packaged()[name])
+        shown["encoder"] = {"name": name, "terms": terms(trained), "training": trained["training"]}
+    typer.echo(json.dumps(shown, indent=2, ensure_ascii=False))
 
 
 def verify(bundle: options.BundleOption = None) -> None:

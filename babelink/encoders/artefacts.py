@@ -113,6 +113,26 @@ def apply_artefact(path: Path, base_dir: Path, base_sha256: str, target: Path) -
     write_directory(target, write)
 
 
+def artefact_file(name: str | Path) -> Path:
+    """An artefact file given as a path, or the packaged artefact of that name."""
+    if Path(name).is_file():
+        return Path(name)
+    available = packaged()
+    if str(name) not in available:
+        known = ", ".join(available) or "none in this installation"
+        raise BabelinkError(f"{name}: no such file and no trained encoder of that name (packaged: {known})")
+    return available[str(name)]
+
+
+def terms(manifest: dict) -> str:
+    """What an artefact's training data allow, in one line: `info` and the docs say it so."""
+    training = manifest["training"]
+    sources = "; ".join(f"{source} ({licence})" for source, licence in training.get("sources", {}).items())
+    if training.get("default_eligible"):
+        return f"trained on sources a default may be trained on: {sources}"
+    return f"opt-in: its training data's terms restrict its use: {sources}"
+
+
 def packaged() -> dict[str, Path]:
     """name -> file of every artefact shipped in the package."""
     folder = Path(str(resources.files("babelink.encoders") / "trained"))

@@ -78,3 +78,20 @@ def test_oversized_and_foreign_files_are_refused(tmp_path):
         read_manifest(tmp_path / "junk.safetensors")
     with pytest.raises(BabelinkError, match="kind"):
         write_artefact(tmp_path / "odd.safetensors", manifest(kind="odd"), {"x": torch.zeros(2)})
+
+
+def test_info_shows_an_artefacts_terms(tmp_path):
+    import json as json_module
+
+    from support import babelink
+
+    artefact = tmp_path / "muse.safetensors"
+    muse = manifest(training={"steps": 3, "default_eligible": False, "sources": {"muse": "CC BY-NC 4.0"}})
+    write_artefact(artefact, muse, {"x": torch.zeros(2)})
+    shown = babelink("info", "--encoder", artefact)
+    assert shown.returncode == 0, shown.stderr
+    body = json_module.loads(shown.stdout)
+    assert body["terms"] == "opt-in: its training data's terms restrict its use: muse (CC BY-NC 4.0)"
+    assert body["manifest"]["training"]["steps"] == 3
+    missing = babelink("info", "--encoder", "e5-nothing")
+    assert missing.returncode == 1 and "no trained encoder of that name" in missing.stderr
