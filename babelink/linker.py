@@ -40,7 +40,7 @@ from babelink.retrieve.filters import AllowedNames, NameFilter, allowed_concepts
 from babelink.retrieve.generators import DenseGenerator, HybridGenerator, HybridParams, SparseGenerator
 from babelink.retrieve.switching import SwitchingGenerator
 from babelink.retrieve.translation import TranslatingGenerator
-from babelink.text import normalize_name, normalized_mention, written_in_capitals
+from babelink.text import holds_capitals, normalize_name, normalized_mention
 
 if TYPE_CHECKING:
     from babelink.dual.linker import DualLinker
@@ -256,7 +256,7 @@ class Linker:
             keys: list[tuple[str, bool] | str] = []  # (normalised, in capitals), or the error
             for mention in batch:
                 try:
-                    keys.append((normalized_mention(mention), written_in_capitals(mention)))
+                    keys.append((normalized_mention(mention), holds_capitals(mention)))
                 except InvalidInputError as error:
                     keys.append(str(error))
             found = self._normalize_keys([key for key in dict.fromkeys(keys) if isinstance(key, tuple)], top_k, lang)

@@ -21,6 +21,7 @@ from babelink.errors import InvalidInputError
 MAX_MENTION_CHARS = 1000
 
 _SPACE = re.compile(r"\s+")
+_WORDS = re.compile(r"[^\W_]+")
 # Punctuation (P*), symbols (S*) and control characters become spaces: "Trichter-" == "trichter".
 _DELIMITER_CATEGORIES = frozenset({"Pc", "Pd", "Ps", "Pe", "Pi", "Pf", "Po", "Sm", "Sc", "Sk", "So", "Cc", "Cf"})
 
@@ -82,19 +83,26 @@ def is_short_capitals(name: str) -> bool:
     """A single word of at most `MAX_CAPITALS_CHARS` letters or digits, its letters all capitals.
 
     Case folding makes such KB names ("IS": immune suppression, "AS": Angelman syndrome) equal to
-    function words, so a name string the KB writes only this way matches only mentions that are
-    themselves written in capitals (`written_in_capitals`)."""
+    function words, so a name string the KB writes only this way matches only mentions that hold
+    a word written in capitals (`holds_capitals`)."""
     name = name.strip()
     return len(name) <= MAX_CAPITALS_CHARS and name.isalnum() and name.isupper()
 
 
-def written_in_capitals(mention: str) -> bool:
-    """Whether a mention has cased letters and all of them are capitals ("IS", "COPD-2", "ALS")."""
-    return mention.isupper()
+def written_in_capitals(text: str) -> bool:
+    """Whether a text has cased letters and all of them are capitals ("IS", "COPD-2", a heading)."""
+    return text.isupper()
+
+
+def holds_capitals(mention: str) -> bool:
+    """Whether a mention holds a word of two or more letters or digits written in capitals ("IS",
+    "RCC cancer", "congenital DM"): what lets it meet a KB string written only that way
+    (`is_short_capitals`), while "is" and "the tumor is benign" do not."""
+    return any(len(word) > 1 and word.isupper() for word in _WORDS.findall(mention))
 
 
 def capitals_in_context(mention: str, context: str, defined: Container[str] = frozenset()) -> bool:
-    """Whether a mention is written in capitals where capitals say something: in a text itself all
-    capitals (a heading, a shouted note: "THE TUMOR IS BENIGN") they do not, unless the text
-    defines the mention as an abbreviation (`defined`, its short forms)."""
-    return written_in_capitals(mention) and (not written_in_capitals(context) or mention in defined)
+    """`holds_capitals` where capitals say something: in a text itself all capitals (a heading, a
+    shouted note: "THE TUMOR IS BENIGN") they do not, unless the text defines the mention as an
+    abbreviation (`defined`, its short forms)."""
+    return holds_capitals(mention) and (not written_in_capitals(context) or mention in defined)

@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 from babelink.errors import InvalidInputError
 from babelink.lang import check_language, parse_languages, to_iso
-from babelink.text import MAX_MENTION_CHARS, normalize_name, normalized_mention
+from babelink.text import MAX_MENTION_CHARS, holds_capitals, normalize_name, normalized_mention
 
 
 @pytest.mark.parametrize(
@@ -77,3 +77,10 @@ def test_check_language_gives_a_short_code_or_a_clear_error(text):
         assert str(error).startswith("lang: ")
     else:
         assert code.isascii() and code.isalpha() and code.islower() and 2 <= len(code) <= 3
+
+
+@pytest.mark.parametrize(("mention", "holds"), [
+    ("IS", True), ("RCC cancer", True), ("congenital DM", True), ("COPD-2", True),
+    ("is", False), ("The tumor is benign", False), ("type I diabetes", False), ("Ménière", False)])
+def test_a_mention_holds_capitals_when_one_of_its_words_is_written_so(mention, holds):
+    assert holds_capitals(mention) is holds

@@ -34,7 +34,7 @@ from babelink.link.modifiers import MODIFIER_TYPES, is_modifier
 from babelink.link.ngram_search import ngram_search
 from babelink.retrieve.calibration import LOOKAHEAD, Calibration, check_probability
 from babelink.retrieve.candidate import Candidate, CandidateGenerator, check_top_k, deciding_at
-from babelink.text import capitals_in_context, normalize_name, written_in_capitals
+from babelink.text import capitals_in_context, holds_capitals, normalize_name, written_in_capitals
 
 #: Longest document `link` accepts; a larger one is rejected with a clear error, not paged in.
 MAX_DOCUMENT_CHARS = 20_000_000
@@ -279,7 +279,7 @@ class DocumentLinker:
 
 def _search_key(text: str, lang: str | None, in_capitals: bool | None = None) -> SearchKey:
     """`in_capitals`: whether the span counts as written in capitals where it stands (default: as written)."""
-    capitals = written_in_capitals(text) if in_capitals is None else in_capitals and written_in_capitals(text)
+    capitals = holds_capitals(text) if in_capitals is None else in_capitals and holds_capitals(text)
     return normalize_name(text), capitals, lang
 
 

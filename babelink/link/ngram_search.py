@@ -18,7 +18,7 @@ from itertools import pairwise
 
 from babelink.detect.tokenize import joinable, tokenize
 from babelink.retrieve.candidate import Candidate, CandidateGenerator
-from babelink.text import normalize_name, written_in_capitals
+from babelink.text import holds_capitals, normalize_name
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ def ngram_search(generator: CandidateGenerator, mention: str, threshold: float, 
     `whole`, the mention's own candidates when the caller has them (it is not searched again)."""
 
     def search(texts: list[str]) -> list[list[Candidate]]:
-        return generator.generate([normalize_name(t) for t in texts], top_k, [written_in_capitals(t) for t in texts],
+        return generator.generate([normalize_name(t) for t in texts], top_k, [holds_capitals(t) for t in texts],
                                   [lang] * len(texts))
 
     if whole is None:

@@ -121,7 +121,7 @@ class CandidateGenerator(Protocol):
     def generate(self, normalized: Sequence[str], top_k: int, capitals: Sequence[bool] | None = None,
                  langs: Sequence[str | None] | None = None) -> list[list[Candidate]]:
         """For each normalised mention, at most `top_k` concepts, best first. `capitals[i]` says
-        whether mention i was written in capitals (`text.written_in_capitals`; None: all were):
+        whether mention i holds a word written in capitals (`text.holds_capitals`; None: all do):
         a KB name written only in short capitals ("IS", "AS") matches only such mentions.
         `langs[i]` is mention i's language where known (ISO 639-1; None: unknown); only a
         generator that translates (`retrieve.translation`) uses it."""

@@ -27,7 +27,7 @@ from babelink.link.documents import Proposal
 from babelink.link.modifiers import is_modifier
 from babelink.linker import Linker
 from babelink.retrieve.calibration import LOOKAHEAD, Calibrator, Model, candidate_features
-from babelink.text import normalize_name, written_in_capitals
+from babelink.text import holds_capitals, normalize_name
 from babelink.train.context_filter import gold_mentions
 
 #: Candidates per example, as the shipped calibrator was fitted.
@@ -46,7 +46,7 @@ def normalize_rows(linker: Linker,
     resolve, shares = gold_resolver(linker.bundle.kb), linker.bundle.scripts
     for batch in batched(mentions, 2048):
         texts = [normalize_name(mention) for mention, _, _ in batch]
-        found = linker.generator.generate(texts, TOP_K + LOOKAHEAD, [written_in_capitals(m) for m, _, _ in batch],
+        found = linker.generator.generate(texts, TOP_K + LOOKAHEAD, [holds_capitals(m) for m, _, _ in batch],
                                           [lang for _, _, lang in batch])
         for (_, gold, _), text, candidates in zip(batch, texts, found):
             if not text or not candidates:
