@@ -28,7 +28,13 @@ from babelink.link.mentions import LinkedDocument
 from babelink.link.modifiers import concept_types
 from babelink.link.ngram_search import LinkedPart, ngram_search
 from babelink.link.records import NormalizedMention
-from babelink.retrieve.calibration import CALIBRATION_FILE, LOOKAHEAD, Calibration, Calibrator, check_probability
+from babelink.retrieve.calibration import (
+    CALIBRATION_FILE,
+    Calibration,
+    Calibrator,
+    check_probability,
+    ranking_depth,
+)
 from babelink.retrieve.candidate import (
     Candidate,
     CandidateGenerator,
@@ -315,13 +321,9 @@ class Linker:
                         lang: str | None) -> dict[tuple[str, bool], list[Candidate]]:
         """The calibrated candidates of each distinct (normalised string, in capitals): a batch
         searches each once, repeats being common in corpora."""
-        found = self.generator.generate([text for text, _ in keys], self._depth(top_k),
+        found = self.generator.generate([text for text, _ in keys], ranking_depth(top_k, self.calibration),
                                         [capitals for _, capitals in keys], [lang] * len(keys))
         return {key: self._calibrated(key[0], candidates, top_k) for key, candidates in zip(keys, found)}
-
-    def _depth(self, top_k: int) -> int:
-        """Candidates to rank: `top_k`, and `LOOKAHEAD` more where they will be calibrated."""
-        return top_k if self.calibration is None else top_k + LOOKAHEAD
 
     def _calibrated(self, normalized: str, candidates: list[Candidate], top_k: int) -> list[Candidate]:
         if self.calibration is None:
@@ -332,7 +334,8 @@ class Linker:
                      lang: str | None, min_probability: float) -> list[LinkedPart]:
         """The mention's linked n-grams, each part's candidates calibrated; a part left with none
         above `min_probability` is no part."""
-        parts = ngram_search(self.generator, mention, threshold, self._depth(top_k), lang=lang, whole=candidates)
+        depth = ranking_depth(top_k, self.calibration)
+        parts = ngram_search(self.generator, mention, threshold, depth, lang=lang, whole=candidates)
         calibrated = (replace(part, candidates=_at_least(self._calibrated(normalize_name(part.text), part.candidates,
                                                                           top_k), min_probability))
                       for part in parts)

@@ -146,10 +146,11 @@ def update(
     additions = read_kb(add, kb_format)  # a malformed row stops here, before the bundle is touched
     before = read_manifest(bundle)["build_id"]
     path = update_bundle(bundle, additions, out, source=add.name)
-    if read_manifest(path)["build_id"] == before:
+    after = read_manifest(path)
+    if after["build_id"] == before:
         typer.echo(f"{path}: unchanged, the bundle has every name of {add} already", err=True)
         return
-    update = read_manifest(path)["updates"][-1]
+    update = after["updates"][-1]
     there = update["given"] - update["names"]
     typer.echo(f"wrote {path}: added {update['names']:,} names ({update['new_concepts']:,} new concepts)"
                + (f"; {there:,} of the names given were there already" if there else ""), err=True)

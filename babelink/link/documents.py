@@ -32,7 +32,7 @@ from babelink.link.context_filter import ContextFilter, filter_window
 from babelink.link.mentions import LinkedDocument, LinkedMention
 from babelink.link.modifiers import MODIFIER_TYPES, is_modifier
 from babelink.link.ngram_search import ngram_search
-from babelink.retrieve.calibration import LOOKAHEAD, Calibration, check_probability
+from babelink.retrieve.calibration import Calibration, check_probability, ranking_depth
 from babelink.retrieve.candidate import Candidate, CandidateGenerator, check_top_k, deciding_at
 from babelink.text import capitals_in_context, holds_capitals, normalize_name, written_in_capitals
 
@@ -221,8 +221,7 @@ class DocumentLinker:
 
     @property
     def _depth(self) -> int:
-        """Candidates to rank per span: `top_k`, and `LOOKAHEAD` more where they will be calibrated."""
-        return self.params.top_k + (LOOKAHEAD if self.calibration is not None else 0)
+        return ranking_depth(self.params.top_k, self.calibration)
 
     def _ranked(self, keys: list[SearchKey]) -> list[list[Candidate]]:
         return _generate(self.ranker, keys, self._depth)

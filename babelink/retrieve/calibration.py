@@ -40,6 +40,11 @@ KINDS = ("normalize", "link")
 #: candidate's `margin_to_next` reads the score after it, so a candidate's probability does not
 #: depend on how many candidates a caller asks for.
 LOOKAHEAD = 1
+
+
+def ranking_depth(top_k: int, calibration: Calibration | None) -> int:
+    """Candidates to rank for `top_k` answers: `LOOKAHEAD` more where they will be calibrated."""
+    return top_k if calibration is None else top_k + LOOKAHEAD
 #: The shipped calibrator (a package resource), and a bundle's own under the same name.
 CALIBRATION_FILE = "calibration.json"
 

@@ -40,9 +40,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from safetensors.torch import load_file
 
 from babelink.checkpoint import write_settings
-from babelink.encoders.artefacts import SUFFIX, apply_artefact, read_manifest, write_artefact
+from babelink.encoders.artefacts import SUFFIX, WORD_EMBEDDINGS, apply_artefact, read_manifest, write_artefact
 from babelink.encoders.transformer import SETTINGS_FILE, EncoderSettings, TransformerEncoder, settings_for
 from babelink.fsutil import write_text_atomic
 from babelink.train import pack as packs
@@ -253,11 +254,11 @@ class Job:
         if seconds < 10 and self.max_steps is None:
             raise RuntimeError(f"{max(seconds, 0):.0f}s of training left for it within --minutes (a stage's "
                                f"evaluation and export take about {self.overhead:.0f}s)")
-        kind = type(stage).__name__
-        trainer = self.sap_trainer(stage, seconds) if kind == "SapStage" else self.student_trainer(stage, seconds)
+        sap = isinstance(stage, SapStage)
+        trainer = self.sap_trainer(stage, seconds) if sap else self.student_trainer(stage, seconds)
         self.log(f"{stage.name}: {len(trainer.items):,} items, {trainer.total_steps:,} steps in {seconds:.0f}s")
         began = time.monotonic()
-        if kind == "SapStage":
+        if sap:
             trainer.train(evaluate=self.evaluator.dev_score, eval_every=max(1, trainer.total_steps // 2))
         else:
             trainer.train()
@@ -276,8 +277,6 @@ class Job:
         if stage.ship:
             manifest = read_manifest(artefact)
             manifest["evaluation"] = self.results["evaluation"][stage.name]
-            from safetensors.torch import load_file
-
             write_artefact(self.out / artefact.name, manifest, load_file(str(artefact)))
             record["artefact"] = artefact.name
         del trainer
@@ -337,10 +336,6 @@ class Job:
         return pairs
 
     def export(self, stage, trainer, record: dict, path: Path) -> None:
-        from safetensors.torch import load_file
-
-        from babelink.encoders.artefacts import WORD_EMBEDDINGS
-
         trained = trainer.out
         settings = json.loads((trained / "babelink_encoder.json").read_text())
         sources = self.sources_of(stage)
