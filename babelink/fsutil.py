@@ -15,7 +15,7 @@ import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, BinaryIO, TextIO
 
 import numpy as np
 
@@ -160,10 +160,17 @@ def write_text_atomic(path: Path, text: str) -> None:
 def write_bytes_atomic(path: Path, data: bytes) -> None:
     """Write `data` to a temporary sibling of `path`, then rename it onto `path`: a reader, or a
     run resumed after a kill, sees the old file or the complete new one, never a truncated one."""
+    with atomic_binary(path) as stream:
+        stream.write(data)
+
+
+@contextlib.contextmanager
+def atomic_binary(path: Path) -> Iterator[BinaryIO]:
+    """A binary stream onto a temporary sibling of `path`, renamed onto it once the block completes."""
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
+            yield stream
         os.chmod(temporary, 0o644)
         os.replace(temporary, path)
     except BaseException:

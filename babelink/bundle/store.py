@@ -32,9 +32,19 @@ from babelink.augment import DftRecord
 from babelink.bundle.integrity import MANIFEST, check_files, file_records
 from babelink.encoders import DEFAULT, Encoder, encoder_from_manifest, manifest_entry, open_encoder
 from babelink.encoders.cache import CachedEncoder
+from babelink.encoders.vector_store import VectorStore, store_directory
 from babelink.errors import BabelinkError, BundleError
 from babelink.fsutil import replace_directory, staging_directory
-from babelink.index.dense import DenseNameIndex, DenseParams, StoredNameVectors, embed_strings
+from babelink.index.dense import (
+    DenseNameIndex,
+    DenseParams,
+    NameVectors,
+    StoredNameVectors,
+    embed_strings,
+    read_params,
+    save_params,
+)
+from babelink.index.lazy import LazyNameIndex
 from babelink.index.names import NameTable
 from babelink.index.sparse import TfidfNameIndex, TfidfParams
 from babelink.kb.base import KnowledgeBase
@@ -69,7 +79,7 @@ class Bundle:
     kb: KnowledgeBase
     names: NameTable
     sparse: TfidfNameIndex
-    dense: DenseNameIndex | None = None
+    dense: NameVectors | None = None  # a FAISS index, or a lazy one (`index.lazy`)
     spans: Bundle | None = None  # the labeled-span index (002 §6.2), same retriever and encoder
     lexicon: Lexicon | None = None  # bilingual lexicons queries are also searched through (`retrieve.translation`)
 
@@ -108,7 +118,9 @@ class Bundle:
         loaded on each call: keep the result."""
         if self.dense is None:
             raise BundleError(f"{self.path}: a {self.retriever} bundle has no dense index or encoder")
-        return self._checked(encoder_from_manifest(self.manifest["dense"]["encoder"], self.path, runtime))
+        encoder = self._checked(encoder_from_manifest(self.manifest["dense"]["encoder"], self.path, runtime))
+        self.dense.attach(encoder)
+        return encoder
 
     def query_encoder(self, encoder: Encoder | None = None, runtime: str = "torch") -> CachedEncoder:
         """What queries are encoded by: `encoder` (default `self.encoder(runtime)`) behind a vector
@@ -117,9 +129,11 @@ class Bundle:
         linkers that share one share its cache."""
         if isinstance(encoder, CachedEncoder):
             return encoder
+        encoder = encoder or self.encoder(runtime)
+        self.dense.attach(encoder)
         stored = [StoredNameVectors(bundle.names, bundle.dense) for bundle in (self, self.spans)
                   if bundle is not None and bundle.dense is not None and bundle.dense.stores_vectors]
-        return CachedEncoder(encoder or self.encoder(runtime), stored=stored)
+        return CachedEncoder(encoder, stored=stored)
 
     def _checked(self, encoder: Encoder) -> Encoder:
         if encoder.dimension != self.dense.dimension:
@@ -179,6 +193,8 @@ def build_bundle(
         raise BabelinkError("the knowledge base has no concepts (check the --lang / source filters)")
     sparse_params = sparse_params or TfidfParams()
     dense_params = dense_params or DenseParams()
+    if dense_params.kind == "lazy" and retriever != "hybrid":
+        raise BabelinkError(f"a lazy index ranks the TF-IDF shortlist: it needs the hybrid retriever, not {retriever}")
     dense_encoder = (
         open_encoder(encoder, **(encoder_settings or {})) if retriever != "sparse" else None
     )  # fail fast, before any work
@@ -238,9 +254,12 @@ def _write_indexes(kb, directory: Path, sparse_params, encoder, dense_params, pr
     files += names.save(directory / "names")
     files += TfidfNameIndex.fit(names.strings, sparse_params).save(directory / "sparse")
     if encoder is not None:
+        (directory / "dense").mkdir()
+        if dense_params.kind == "lazy":  # names are encoded on first need (`index.lazy`)
+            files.append(save_params(dense_params, directory / "dense"))
+            return files, names
         tick = (lambda done: progress("encoding names", done, len(names))) if progress else None
         vectors = embed_strings(encoder.encode, names.strings, progress=tick)
-        (directory / "dense").mkdir()
         files += DenseNameIndex.build(vectors, dense_params).save(directory / "dense")
     return files, names
 
@@ -347,7 +366,7 @@ def _load_indexes(path: Path, manifest: dict, counts: dict) -> Bundle:
         kb = load_kb(path / "kb")
         names = NameTable.load(path / "names")
         sparse = TfidfNameIndex.load(path / "sparse")
-        dense = DenseNameIndex.load(path / "dense") if "dense" in manifest else None
+        dense = _load_dense(path, manifest["dense"]["encoder"], names) if "dense" in manifest else None
     except (OSError, ValueError, KeyError, zipfile.BadZipFile, BabelinkError) as error:
         raise BundleError(f"{path}: cannot load bundle: {error}") from None
     found = {"concepts": len(kb), "names": kb.num_names, "strings": len(names)}
@@ -359,3 +378,12 @@ def _load_indexes(path: Path, manifest: dict, counts: dict) -> Bundle:
     if dense is not None and len(dense) != len(names):
         raise BundleError(f"{path}: dense index has {len(dense)} vectors for {len(names)} name strings")
     return Bundle(path, manifest, kb, names, sparse, dense)
+
+
+def _load_dense(path: Path, entry: dict, names: NameTable) -> NameVectors:
+    params = read_params(path / "dense")
+    if params.kind != "lazy":
+        return DenseNameIndex.load(path / "dense")
+    dimension = int(entry["dimension"])
+    return LazyNameIndex(params, names.strings, dimension, VectorStore(store_directory(entry), dimension),
+                         lambda: encoder_from_manifest(entry, path))

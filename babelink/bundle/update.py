@@ -84,7 +84,8 @@ def update_bundle(path: str | Path, additions: KnowledgeBase, out: str | Path | 
     if names.strings[:before] != bundle.names.strings:
         raise BundleError(f"{bundle.path}: its name strings are not a prefix of the updated KB's; rebuild it")
     added = names.strings[before:]
-    encoder = bundle.encoder() if bundle.dense is not None else None  # refuses a changed checkpoint
+    # Vectors to add: a FAISS index's new rows (refusing a changed checkpoint); a lazy one encodes on first need.
+    encoder = bundle.encoder() if bundle.dense is not None and bundle.dense.params.kind != "lazy" else None
     staging = staging_directory(out)
     try:
         shutil.copytree(bundle.path, staging, dirs_exist_ok=True)

@@ -34,7 +34,9 @@ def build(
                             "Runtime with quantised layers, faster on CPUs with int8 dot products, a space of its "
                             "own that queries use too; scores vary slightly with batching (README).")] = None,
     index: Annotated[IndexKind, typer.Option(
-        "--index", help="FAISS layout: exact, graph (default), or compressed (UMLS scale).")] = IndexKind.hnsw,
+        "--index", help="FAISS layout: exact, graph (default), or compressed (UMLS scale); or lazy: no name "
+        "encoded at build, the TF-IDF shortlist ranked by the encoder, names encoded on first need and kept.")
+    ] = IndexKind.hnsw,
     ef_search: Annotated[int | None, typer.Option(
         "--ef-search", min=1,
         help="hnsw: search breadth (default 128); wider finds more true neighbours, slower (BENCHMARKS.md).")] = None,
@@ -117,7 +119,8 @@ def build(
                f"{retriever.value} retriever")
     built = read_manifest(path).get("dense", {}).get("encoder")
     if built is not None:  # which encoder, run how: a bundle is queried with this one only
-        summary += f" with encoder {built['name']} ({built['dimension']}-d, precision {built['precision']})"
+        summary += (f" with encoder {built['name']} ({built['dimension']}-d, precision {built['precision']}, "
+                    f"{index.value} index)")
     if spans is not None:
         summary += f", {spans.num_names:,} labeled spans"
     if dft is not None:

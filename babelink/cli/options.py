@@ -78,6 +78,7 @@ class IndexKind(str, Enum):
     flat = "flat"
     hnsw = "hnsw"
     ivfpq = "ivfpq"
+    lazy = "lazy"
 
 
 def link_params(min_probability: float | None, keep_modifiers: bool) -> dict:

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 INDEX_FILE = "faiss.index"
 PARAMS_FILE = "dense_params.json"
-KINDS = ("flat", "hnsw", "ivfpq")
+KINDS = ("flat", "hnsw", "ivfpq", "lazy")  # lazy: `index.lazy`, no FAISS index
 #: Product quantisers with 8-bit codes learn 256 centroids per sub-space.
 _PQ_MIN_TRAINING = 256 * 39
 
@@ -56,8 +56,33 @@ def _faiss():
     return faiss
 
 
-class DenseNameIndex:
-    """Row `i` of the index is the vector of `NameTable.strings[i]`."""
+class NameVectors:
+    """What generators ask of a dense index: row `i` is the vector of `NameTable.strings[i]`."""
+
+    params: DenseParams
+    dimension: int
+
+    def search(self, queries: np.ndarray, k: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        raise NotImplementedError
+
+    def vectors(self, rows: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def attach(self, encoder) -> None:
+        """Encode names with `encoder` where the index encodes any (the lazy one); FAISS indexes hold theirs."""
+
+    def score_pairs(self, queries: np.ndarray, query_rows: np.ndarray, string_rows: np.ndarray) -> np.ndarray:
+        """Inner product of `queries[query_rows[j]]` with the vector of `string_rows[j]` (as `vectors` gives it)."""
+        unique, position = np.unique(string_rows, return_inverse=True)
+        return np.einsum("ij,ij->i", queries[query_rows], self.vectors(unique)[position])
+
+    def _check_dimension(self, queries: np.ndarray) -> None:
+        if queries.ndim != 2 or queries.shape[1] != self.dimension:
+            raise BabelinkError(f"query vectors have shape {queries.shape}, the index holds {self.dimension}-d vectors")
+
+
+class DenseNameIndex(NameVectors):
+    """The FAISS index over the name strings' vectors."""
 
     def __init__(self, params: DenseParams, index):
         self.params = params
@@ -137,12 +162,6 @@ class DenseNameIndex:
         del bits  # the selector reads it until here
         return result
 
-    def score_pairs(self, queries: np.ndarray, query_rows: np.ndarray, string_rows: np.ndarray) -> np.ndarray:
-        """Inner product of `queries[query_rows[j]]` with the stored vector of `string_rows[j]`
-        (decoded, so approximate for `ivfpq`, exactly as its search scores are)."""
-        unique, position = np.unique(string_rows, return_inverse=True)
-        return np.einsum("ij,ij->i", queries[query_rows], self.vectors(unique)[position])
-
     def vectors(self, rows: np.ndarray) -> np.ndarray:
         """The stored vectors of `rows` (decoded: approximate for `ivfpq`)."""
         return self.index.reconstruct_batch(np.asarray(rows, dtype=np.int64))
@@ -152,15 +171,9 @@ class DenseNameIndex:
         """Whether rows hold the vectors as they were added (flat, HNSW), not a lossy code (IVF-PQ)."""
         return self.params.kind != "ivfpq"
 
-    def _check_dimension(self, queries: np.ndarray) -> None:
-        if queries.ndim != 2 or queries.shape[1] != self.dimension:
-            raise BabelinkError(f"query vectors have shape {queries.shape}, the index holds {self.dimension}-d vectors")
-
     def save(self, directory: Path) -> list[Path]:
-        paths = [directory / INDEX_FILE, directory / PARAMS_FILE]
-        _faiss().write_index(self.index, str(paths[0]))
-        paths[1].write_text(json.dumps(asdict(self.params), indent=2))
-        return paths
+        _faiss().write_index(self.index, str(directory / INDEX_FILE))
+        return [directory / INDEX_FILE, save_params(self.params, directory)]
 
     def add(self, vectors: np.ndarray) -> None:
         """Append rows (an index `load`ed `writable`); their numbers follow the existing ones."""
@@ -171,7 +184,7 @@ class DenseNameIndex:
     def load(cls, directory: Path, *, writable: bool = False) -> DenseNameIndex:
         """The index memory-mapped read-only, or (`writable`) read into memory to `add` to."""
         faiss = _faiss()
-        params = DenseParams(**json.loads((directory / PARAMS_FILE).read_text()))
+        params = read_params(directory)
         flags = faiss.IO_FLAG_MMAP_IFC if params.kind != "ivfpq" else faiss.IO_FLAG_MMAP
         try:
             index = faiss.read_index(str(directory / INDEX_FILE), 0 if writable else flags | faiss.IO_FLAG_READ_ONLY)
@@ -182,12 +195,22 @@ class DenseNameIndex:
         return cls(params, index)
 
 
+def read_params(directory: Path) -> DenseParams:
+    return DenseParams(**json.loads((directory / PARAMS_FILE).read_text()))
+
+
+def save_params(params: DenseParams, directory: Path) -> Path:
+    path = directory / PARAMS_FILE
+    path.write_text(json.dumps(asdict(params), indent=2))
+    return path
+
+
 class StoredNameVectors:
     """The vectors an index holds for its name strings, found by string: a query written exactly
     as a KB name (once normalised) takes the vector its name was encoded to at build instead of an
     encoder pass. Lexicon renderings and short clinical mentions are often KB names as written."""
 
-    def __init__(self, names: NameTable, index: DenseNameIndex):
+    def __init__(self, names: NameTable, index: NameVectors):
         if not index.stores_vectors:
             raise BabelinkError(f"a {index.params.kind} index keeps lossy codes, not its names' vectors")
         self.names, self.index = names, index

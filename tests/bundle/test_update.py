@@ -13,6 +13,7 @@ from babelink.bundle.integrity import file_records
 from babelink.bundle.store import MANIFEST, build_bundle, load_bundle
 from babelink.bundle.update import update_bundle
 from babelink.errors import BundleError
+from babelink.index.dense import DenseParams
 from babelink.index.sparse import LEGACY_MATRIX_FILE, TfidfNameIndex
 from babelink.kb.base import KnowledgeBaseBuilder
 from babelink.linker import Linker
@@ -29,9 +30,12 @@ def knowledge_base(names: dict[str, list[str]]):
     return builder.build()
 
 
-@pytest.mark.parametrize("retriever", ["sparse", "hybrid"])
-def test_added_names_are_found_as_after_a_rebuild(tmp_path, tiny_encoder_dir, retriever):
-    encoder = {"encoder": tiny_encoder_dir} if retriever == "hybrid" else {}
+@pytest.mark.parametrize("retriever", ["sparse", "hybrid", "hybrid, lazy index"])
+def test_added_names_are_found_as_after_a_rebuild(tmp_path, tiny_encoder_dir, retriever, monkeypatch):
+    monkeypatch.setenv("BABELINK_HOME", str(tmp_path / "home"))  # the lazy index's vector store
+    encoder = {"encoder": tiny_encoder_dir} if retriever != "sparse" else {}
+    if retriever.endswith("lazy index"):
+        retriever, encoder["dense_params"] = "hybrid", DenseParams(kind="lazy")
     path = build_bundle(knowledge_base(BASE), tmp_path / "b", retriever=retriever, **encoder)
     updated = update_bundle(path, knowledge_base(ADDED), tmp_path / "u", source="added.tsv")
     rebuilt = build_bundle(knowledge_base({**BASE, "C1": BASE["C1"] + ADDED["C1"], "C4": ADDED["C4"]}),

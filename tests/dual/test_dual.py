@@ -18,6 +18,7 @@ from babelink.dual.model import DualModel
 from babelink.dual.spans import boundary_pooled, enumerate_spans, mean_pooled, span_logits
 from babelink.errors import BabelinkError, BundleError, InvalidInputError
 from babelink.formats.document import Annotation, Document
+from babelink.index.dense import DenseParams
 from babelink.kb.base import KnowledgeBaseBuilder
 from babelink.linker import Linker
 from babelink.serve import create_app
@@ -237,6 +238,17 @@ def test_a_bundle_built_with_another_encoder_is_refused(untrained, contextual_en
     sparse = load_bundle(build_bundle(builder.build(), tmp_path / "sparse", retriever="sparse"))
     with pytest.raises(BundleError, match="no dense index"):
         Linker(sparse, model=untrained)
+
+
+def test_a_lazy_bundle_is_refused(untrained, tiny_encoder_dir, tmp_path, monkeypatch):
+    """The same encoder, but no index to search every name with: a silent empty answer otherwise."""
+    monkeypatch.setenv("BABELINK_HOME", str(tmp_path / "home"))
+    builder = KnowledgeBaseBuilder()
+    builder.add_name("C1", "fever", preferred=True)
+    lazy = load_bundle(build_bundle(builder.build(), tmp_path / "lazy", encoder=tiny_encoder_dir,
+                                    dense_params=DenseParams(kind="lazy")))
+    with pytest.raises(BundleError, match="lazy index"):
+        Linker(lazy, model=untrained)
 
 
 def test_cli_trains_then_links_with_the_model(tiny_encoder_dir, bundle, tmp_path):

@@ -1,0 +1,62 @@
+"""Dense index kind `lazy`: name vectors encoded on first need, never all at build.
+
+A FAISS index needs every name encoded before the first query: half an hour for the embedded
+default's 248k names on a two-core AVX2 CPU, 2M names in hours. A lazy index encodes nothing at
+build and searches nothing itself. The TF-IDF shortlist of each mention (000 §4.2) is its candidate
+set, and the encoder ranks it by cosine (`retrieve.HybridGenerator` with no dense hits): the
+encoder runs on the mention and on the shortlisted names not encoded before, whose vectors the
+`VectorStore` keeps for every later run. On NCBI-disease and BC5CDR this ranking matches the hybrid's
+Acc@1 (benchmarks/log/notes.md); what it cannot find is a name sharing no character n-gram with
+the mention, which the dense search of a FAISS index can.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from babelink.encoders import Encoder
+from babelink.encoders.vector_store import VectorStore, encode_through
+from babelink.errors import BundleError
+from babelink.index.dense import DenseParams, NameVectors, save_params
+
+
+class LazyNameIndex(NameVectors):
+    """Row `i` is the vector of `strings[i]`, taken from `store` or encoded by the bundle's encoder
+    (`attach`ed by the bundle, else loaded by `load_encoder` on first need)."""
+
+    def __init__(self, params: DenseParams, strings: Sequence[str], dimension: int, store: VectorStore,
+                 load_encoder: Callable[[], Encoder]):
+        self.params, self.strings, self.dimension, self.store = params, strings, dimension, store
+        self._load_encoder = load_encoder
+        self._encoder: Encoder | None = None
+
+    def __len__(self) -> int:
+        return len(self.strings)
+
+    def attach(self, encoder: Encoder) -> None:
+        """Encode names with `encoder` (the one queries use: one vector space, one model in memory)."""
+        if encoder.dimension != self.dimension:
+            raise BundleError(f"the encoder gives {encoder.dimension}-d vectors, the bundle's names are "
+                              f"{self.dimension}-d")
+        self._encoder = encoder
+
+    def search(self, queries: np.ndarray, k: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """No hits: a lazy index ranks what the TF-IDF index shortlists (`score_pairs`)."""
+        self._check_dimension(queries)
+        return np.full((len(queries), k), -1, dtype=np.int64), np.zeros((len(queries), k), dtype=np.float32)
+
+    def vectors(self, rows: np.ndarray) -> np.ndarray:
+        if self._encoder is None:
+            self.attach(self._load_encoder())
+        return encode_through(self.store, self._encoder.encode, [self.strings[int(row)] for row in rows])
+
+    @property
+    def stores_vectors(self) -> bool:
+        return True
+
+    def save(self, directory: Path) -> list[Path]:
+        """Only the parameters: the vectors live in the store, shared across bundles."""
+        return [save_params(self.params, directory)]

@@ -1,0 +1,155 @@
+"""The lazy dense index: no name encoded at build, the TF-IDF shortlist ranked by the encoder with
+the names' vectors encoded once and kept across runs."""
+
+import numpy as np
+import pytest
+
+from babelink.bundle.store import build_bundle, load_bundle
+from babelink.encoders import open_encoder
+from babelink.encoders.vector_store import FILE, VectorStore, encode_through, store_directory, string_keys
+from babelink.errors import BabelinkError, BundleError
+from babelink.index.dense import DenseParams
+from babelink.kb.base import KnowledgeBaseBuilder
+from babelink.linker import Linker
+from babelink.retrieve.generators import HybridGenerator
+
+
+class CountingEncoder:
+    """A real encoder that records what it was asked to encode."""
+
+    def __init__(self, encoder):
+        self.encoder, self.dimension, self.calls = encoder, encoder.dimension, []
+
+    def encode(self, texts):
+        self.calls.append(list(texts))
+        return self.encoder.encode(texts)
+
+    def describe(self):
+        return self.encoder.describe()
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    monkeypatch.setenv("BABELINK_HOME", str(tmp_path / "home"))
+    return tmp_path / "home"
+
+
+@pytest.fixture
+def kb():
+    builder = KnowledgeBaseBuilder()
+    for concept_id, names in {
+        "C1": ["Myocardial infarction", "Heart attack", "Infarto de miocardio"],
+        "C2": ["Diabetes mellitus", "Diabetes"],
+        "C3": ["Asthma", "Asma bronquial"],
+        "C4": ["Arterial hypertension", "Hipertensión arterial"],
+    }.items():
+        for position, name in enumerate(names):
+            builder.add_name(concept_id, name, preferred=position == 0)
+    return builder.build()
+
+
+def test_store_keeps_vectors_across_instances(tmp_path):
+    rng = np.random.default_rng(0)
+    calls = []
+
+    def encode(texts):
+        calls.append(list(texts))
+        return rng.standard_normal((len(texts), 4)).astype(np.float32)
+
+    store = VectorStore(tmp_path, 4)
+    first = encode_through(store, encode, ["a", "b", "a", "c"])
+    assert len(calls) == 1 and sorted(calls[0]) == ["a", "b", "c"] and np.array_equal(first[0], first[2])
+    again = encode_through(store, encode, ["c", "b"])
+    assert len(calls) == 1 and np.array_equal(again, first[[3, 1]])  # pending, not yet saved
+    store.save()
+    reopened = VectorStore(tmp_path, 4)
+    assert len(reopened) == 3
+    assert np.array_equal(encode_through(reopened, encode, ["a", "b", "c"]), first[[0, 1, 3]])
+    assert len(calls) == 1
+
+
+def test_concurrent_saves_merge(tmp_path):
+    one, two = VectorStore(tmp_path, 2), VectorStore(tmp_path, 2)
+    one.add(string_keys(["x"]), np.ones((1, 2)))
+    two.add(string_keys(["y"]), np.zeros((1, 2)))
+    one.save()
+    two.save()
+    found, vectors = VectorStore(tmp_path, 2).lookup(string_keys(["x", "y", "z"]))
+    assert found.tolist() == [True, True, False] and vectors[0].tolist() == [1.0, 1.0]
+
+
+@pytest.mark.parametrize("damage", ["truncate", "other dimension", "garbage"])
+def test_an_unusable_store_file_is_ignored_and_replaced(tmp_path, capsys, damage):
+    store = VectorStore(tmp_path, 3)
+    store.add(string_keys(["x", "y"]), np.eye(3, dtype=np.float32)[:2])
+    store.save()
+    path = tmp_path / FILE
+    if damage == "truncate":
+        path.write_bytes(path.read_bytes()[:-5])
+    elif damage == "garbage":
+        path.write_bytes(b"\xff" * 100)
+    reopened = VectorStore(tmp_path, 4 if damage == "other dimension" else 3)
+    assert len(reopened) == 0 and "ignoring" in capsys.readouterr().err
+    reopened.add(string_keys(["z"]), np.ones((1, reopened.dimension)))
+    reopened.save()
+    assert len(VectorStore(tmp_path, reopened.dimension)) == 1
+
+
+def test_store_is_per_encoder_identity():
+    entry = {"name": "default", "path": "/a", "fingerprint": "f1", "dimension": 384, "pooling": "mean"}
+    assert store_directory(entry) == store_directory({**entry, "path": "/moved", "name": "/elsewhere"})
+    assert store_directory(entry) != store_directory({**entry, "fingerprint": "f2"})
+    assert store_directory(entry) != store_directory({**entry, "pooling": "cls"})
+
+
+def test_lazy_bundle_encodes_no_name_at_build_and_each_shortlisted_name_once(kb, tmp_path, home, tiny_encoder_dir):
+    path = build_bundle(kb, tmp_path / "lazy", encoder=tiny_encoder_dir, dense_params=DenseParams(kind="lazy"))
+    assert not (home / "name-vectors").exists()  # nothing encoded at build
+    bundle = load_bundle(path)
+    counting = CountingEncoder(bundle.encoder())
+    linker = Linker(bundle, encoder=counting)
+    assert isinstance(linker.generator, HybridGenerator)
+    linker.normalize(["infarto miocardio", "diabetes"], top_k=2)
+    names = [text for call in counting.calls for text in call if text not in ("infarto miocardio", "diabetes")]
+    assert names and len(names) == len(set(names))  # every shortlisted name encoded once
+    assert set(names) <= set(bundle.names.strings)
+    counting.calls.clear()
+    linker.normalize(["infarto miocardio"], top_k=2)
+    assert counting.calls == []  # the mention is cached, its shortlist stored
+    bundle.dense.store.save()
+    again = load_bundle(path)
+    second = CountingEncoder(again.encoder())
+    Linker(again, encoder=second).normalize(["diabetes"], top_k=2)
+    assert second.calls == [] or all(text not in again.names.strings for call in second.calls for text in call)
+
+
+def test_lazy_ranks_like_a_flat_index_over_the_shortlist(kb, tmp_path, home, contextual_encoder_dir):
+    """The same encoder's cosine over the same TF-IDF shortlist: the lazy bundle's ranking is the
+    flat bundle's wherever the flat one's best names lie in the shortlist (here: all of them)."""
+    lazy = Linker.open(build_bundle(kb, tmp_path / "lazy", encoder=contextual_encoder_dir,
+                                    dense_params=DenseParams(kind="lazy")))
+    flat = Linker.open(build_bundle(kb, tmp_path / "flat", encoder=contextual_encoder_dir,
+                                    dense_params=DenseParams(kind="flat")))
+    for mention in ["hipertension arterial", "asma", "heart attack"]:
+        got = [(c.concept_id, round(c.score, 4)) for c in lazy.normalize(mention, top_k=4)]
+        want = [(c.concept_id, round(c.score, 4)) for c in flat.normalize(mention, top_k=4)]
+        assert got == want[: len(got)] and got
+
+
+def test_lazy_needs_the_hybrid_retriever(kb, tmp_path, home, tiny_encoder_dir):
+    with pytest.raises(BabelinkError, match="hybrid"):
+        build_bundle(kb, tmp_path / "b", retriever="dense", encoder=tiny_encoder_dir,
+                     dense_params=DenseParams(kind="lazy"))
+
+
+def test_lazy_refuses_an_encoder_of_another_dimension(kb, tmp_path, home, tiny_encoder_dir):
+    bundle = load_bundle(build_bundle(kb, tmp_path / "lazy", encoder=tiny_encoder_dir,
+                                      dense_params=DenseParams(kind="lazy")))
+
+    class Wide(CountingEncoder):
+        dimension = 7
+
+    wide = Wide(open_encoder(tiny_encoder_dir))
+    wide.dimension = 7
+    with pytest.raises(BundleError, match="7-d"):
+        bundle.dense.attach(wide)
