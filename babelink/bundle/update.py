@@ -1,5 +1,5 @@
 """Changing a built bundle without rebuilding it: adding concepts and synonyms (`update_bundle`),
-storing its own calibrator (`store_calibrator`).
+giving it another dense index (`reindex_bundle`), storing its own calibrator (`store_calibrator`).
 
 A rebuild re-encodes every name (minutes for a UMLS-size KB, hours on a CPU for full UMLS); an
 update encodes only the new name strings. Name strings are numbered in order of first
@@ -21,6 +21,8 @@ import os
 import shutil
 import time
 import uuid
+from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 
 import pyarrow as pa
@@ -28,9 +30,10 @@ import scipy.sparse as sp
 
 from babelink.bundle.integrity import MANIFEST, file_records
 from babelink.bundle.store import TRANSLATIONS, Bundle, load_bundle
+from babelink.encoders.vector_store import VectorStore, encode_through, store_directory
 from babelink.errors import BundleError
 from babelink.fsutil import replace_directory, staging_directory, write_directory
-from babelink.index.dense import DenseNameIndex, embed_strings
+from babelink.index.dense import DenseNameIndex, DenseParams, embed_strings, save_params
 from babelink.index.names import NameTable
 from babelink.index.sparse import TfidfNameIndex
 from babelink.kb.base import KnowledgeBase
@@ -141,6 +144,56 @@ def _write_manifest(staging: Path, bundle: Bundle, kb: KnowledgeBase, names: Nam
                                             if file.is_file() and file.name != MANIFEST)))
     (staging / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False))
 
+
+
+def reindex_bundle(path: str | Path, params: DenseParams, out: str | Path | None = None,
+                   progress: Callable[[str, int, int], None] | None = None) -> Path:
+    """Give the bundle at `path` a dense index of `params.kind`: a bundle built with a lazy index
+    for a quick start (`index.lazy`) gets the dense search of a FAISS index, without a rebuild and
+    without encoding again the names its lazy index encoded (they are in the encoder's vector
+    store, which keeps the others too). Only `dense/` and the manifest change; the other files are
+    hard-linked, and the result is swapped in like an update (`out`: written there instead)."""
+    bundle = load_bundle(path, verify=True)
+    out = Path(out or path).absolute()
+    if out != bundle.path.absolute() and out.exists() and not (out / MANIFEST).is_file():
+        raise BundleError(f"{out}: exists and is not a babelink bundle; refusing to replace it")
+    if bundle.dense is None:
+        raise BundleError(f"{bundle.path}: a {bundle.retriever} bundle has no encoder to index its names with; "
+                          "rebuild it with --retriever hybrid")
+    if params.kind == "lazy" and bundle.retriever != "hybrid":
+        raise BundleError(f"{bundle.path}: a lazy index ranks the TF-IDF shortlist: it needs the hybrid retriever, "
+                          f"not {bundle.retriever}")
+    encoder = bundle.encoder()  # refuses a changed checkpoint
+    entry = bundle.manifest["dense"]["encoder"]
+    store = VectorStore(store_directory(entry), encoder.dimension)
+
+    def write(staging: Path) -> None:
+        shutil.copytree(bundle.path, staging, copy_function=os.link, dirs_exist_ok=True)
+        (staging / MANIFEST).unlink()  # unlinked before rewriting, or the old bundle's files would change
+        shutil.rmtree(staging / "dense")
+        (staging / "dense").mkdir()
+        if params.kind == "lazy":
+            files = [save_params(params, staging / "dense")]
+        else:
+            tick = (lambda done: progress("encoding names", done, len(bundle.names))) if progress else None
+            vectors = embed_strings(lambda texts: encode_through(store, encoder.encode, texts),
+                                    bundle.names.strings, progress=tick)
+            store.save()
+            files = DenseNameIndex.build(vectors, params).save(staging / "dense")
+        manifest = {**bundle.manifest, "build_id": uuid.uuid4().hex,
+                    "dense": {**bundle.manifest["dense"], "index": asdict(params)},
+                    "reindexed": [*bundle.manifest.get("reindexed", []), {
+                        "at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "from": bundle.dense.params.kind,
+                        "to": params.kind}]}
+        records = file_records(staging, files)
+        for field in records:
+            if field in manifest:  # a bundle built before sizes were recorded has none to extend
+                kept = {name: value for name, value in manifest[field].items() if not name.startswith("dense/")}
+                manifest[field] = {**kept, **records[field]}
+        (staging / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False))
+
+    write_directory(out, write)
+    return out
 
 
 def store_calibrator(path: str | Path, calibrator: Calibrator) -> Path:

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from babelink.cli.options import IndexKind, KbFormatOption, Retriever
+from babelink.errors import InvalidInputError
 from babelink.fsutil import refuse_same_file
 from babelink.lang import parse_languages
 
@@ -133,27 +134,44 @@ def build(
 
 
 def update(
-    bundle: Annotated[Path, typer.Option("--bundle", "-b", help="Bundle directory to add to.")],
-    add: Annotated[Path, typer.Option(
-        "--add", help="Names to add: a KB file in any format (.tsv with id, name[, lang…]; .jsonl; …).")],
+    bundle: Annotated[Path | None, typer.Option(
+        "--bundle", "-b", help="Bundle directory to change (default: the embedded default bundle).")] = None,
+    add: Annotated[Path | None, typer.Option(
+        "--add", help="Names to add: a KB file in any format (.tsv with id, name[, lang…]; .jsonl; …).")] = None,
+    index: Annotated[IndexKind | None, typer.Option(
+        "--index", help="Give the bundle this dense index: `hnsw` turns a lazy index into the FAISS search of "
+        "every name, encoding only the names not encoded yet.")] = None,
     out: Annotated[Path | None, typer.Option(
         "--out", "-o", help="Write the updated bundle here (default: replace --bundle atomically).")] = None,
     kb_format: KbFormatOption = None,
 ) -> None:
-    """Add concepts and synonyms to a bundle, encoding only the new names (no rebuild)."""
+    """Add concepts and synonyms to a bundle (encoding only the new names), or give it another dense index."""
+    from babelink.bundle.default import default_bundle
     from babelink.bundle.store import read_manifest
-    from babelink.bundle.update import update_bundle
+    from babelink.bundle.update import reindex_bundle, update_bundle
+    from babelink.index.dense import DenseParams
     from babelink.kb.readers import read_kb
+    from babelink.progress import progress_bar
 
+    if add is None and index is None:
+        raise InvalidInputError("nothing to do: give --add FILE, --index KIND, or both")
+    bundle = bundle or default_bundle()
     refuse_same_file(out or bundle, [add], "--out")
-    additions = read_kb(add, kb_format)  # a malformed row stops here, before the bundle is touched
-    before = read_manifest(bundle)["build_id"]
-    path = update_bundle(bundle, additions, out, source=add.name)
-    after = read_manifest(path)
-    if after["build_id"] == before:
-        typer.echo(f"{path}: unchanged, the bundle has every name of {add} already", err=True)
-        return
-    update = after["updates"][-1]
-    there = update["given"] - update["names"]
-    typer.echo(f"wrote {path}: added {update['names']:,} names ({update['new_concepts']:,} new concepts)"
-               + (f"; {there:,} of the names given were there already" if there else ""), err=True)
+    if add is not None:
+        additions = read_kb(add, kb_format)  # a malformed row stops here, before the bundle is touched
+        before = read_manifest(bundle)["build_id"]
+        path = update_bundle(bundle, additions, out, source=add.name)
+        after = read_manifest(path)
+        if after["build_id"] == before:
+            typer.echo(f"{path}: unchanged, the bundle has every name of {add} already", err=True)
+        else:
+            update = after["updates"][-1]
+            there = update["given"] - update["names"]
+            typer.echo(f"wrote {path}: added {update['names']:,} names ({update['new_concepts']:,} new concepts)"
+                       + (f"; {there:,} of the names given were there already" if there else ""), err=True)
+        bundle, out = path, None
+    if index is not None:
+        with progress_bar("indexing") as progress:
+            path = reindex_bundle(bundle, DenseParams(kind=index.value), out, progress=progress)
+        typer.echo(f"wrote {path}: {index.value} index over {read_manifest(path)['kb']['strings']:,} name strings",
+                   err=True)

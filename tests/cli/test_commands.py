@@ -186,7 +186,7 @@ def test_train_sap_output_is_an_encoder_build_accepts(tmp_path, tiny_encoder_dir
     result = babelink("build", "--kb", tmp_path / "MRCONSO.RRF", "--out", tmp_path / "bundle", "--encoder", out,
                       "--ef-search", "300")
     assert result.returncode == 0, result.stderr
-    assert f"with encoder {out} (32-d, precision auto)" in result.stderr
+    assert f"with encoder {out} (32-d, precision auto, hnsw index)" in result.stderr
     assert json.loads((tmp_path / "bundle" / "manifest.json").read_text())["dense"]["index"]["ef_search"] == 300
     result = babelink("train", "sap", "--out", out)
     assert result.returncode == 1 and "give --kb" in result.stderr

@@ -153,3 +153,38 @@ def test_lazy_refuses_an_encoder_of_another_dimension(kb, tmp_path, home, tiny_e
     wide.dimension = 7
     with pytest.raises(BundleError, match="7-d"):
         bundle.dense.attach(wide)
+
+
+def test_reindexing_a_lazy_bundle_gives_the_flat_bundle_and_encodes_only_new_names(kb, tmp_path, home,
+                                                                                   contextual_encoder_dir):
+    from babelink.bundle.update import reindex_bundle
+
+    path = build_bundle(kb, tmp_path / "lazy", encoder=contextual_encoder_dir, dense_params=DenseParams(kind="lazy"))
+    lazy = load_bundle(path)
+    Linker(lazy).normalize(["asma bronquial"], top_k=1)
+    lazy.dense.store.save()
+    stored = len(lazy.dense.store)
+    assert 0 < stored < len(lazy.names)
+    reindex_bundle(path, DenseParams(kind="flat"))
+    reindexed = load_bundle(path, verify=True)
+    assert reindexed.dense.params.kind == "flat" and reindexed.manifest["reindexed"][0]["from"] == "lazy"
+    assert len(VectorStore(lazy.dense.store.directory, lazy.dense.dimension)) == len(lazy.names)
+    flat = Linker.open(build_bundle(kb, tmp_path / "flat", encoder=contextual_encoder_dir,
+                                    dense_params=DenseParams(kind="flat")))
+    for mention in ["blood pressure high", "asthma attack", "infarto"]:  # dense hits the TF-IDF may not shortlist
+        assert ([(c.concept_id, round(c.score, 4)) for c in Linker(reindexed).normalize(mention, top_k=4)]
+                == [(c.concept_id, round(c.score, 4)) for c in flat.normalize(mention, top_k=4)])
+
+
+def test_cli_update_index_and_its_errors(kb, tmp_path, home, tiny_encoder_dir):
+    from support import babelink
+
+    path = build_bundle(kb, tmp_path / "lazy", encoder=tiny_encoder_dir, dense_params=DenseParams(kind="lazy"))
+    done = babelink("update", "--bundle", path, "--index", "hnsw")
+    assert done.returncode == 0 and "hnsw index over 9 name strings" in done.stderr
+    assert load_bundle(path).dense.params.kind == "hnsw"
+    nothing = babelink("update", "--bundle", path)
+    assert nothing.returncode != 0 and "nothing to do" in nothing.stderr and "Traceback" not in nothing.stderr
+    sparse = build_bundle(kb, tmp_path / "sparse", retriever="sparse")
+    refused = babelink("update", "--bundle", sparse, "--index", "flat")
+    assert refused.returncode != 0 and "no encoder" in refused.stderr and "Traceback" not in refused.stderr
