@@ -8,11 +8,16 @@ from importlib.metadata import version
 from pathlib import Path
 
 from babelink.bundle.store import FORMAT_VERSION, MANIFEST, build_bundle
+from babelink.index.dense import DenseParams
 
 #: Bumped whenever the default bundle's content changes (2: concepts joined across sources;
 #: 3: a lexicon mined from its names; 4: HPO branches as concept types; 5: Chinese and Japanese words
-#: in the mined lexicon), so a cached default bundle from before is not reused.
-DEFAULT_BUNDLE_REVISION = 5
+#: in the mined lexicon; 6: a lazy index), so a cached default bundle from before is not reused.
+DEFAULT_BUNDLE_REVISION = 6
+#: No name encoded at build (`index.lazy`): the first answer comes a minute after install instead
+#: of 11 (AVX-512 BF16) to 30 (AVX2) minutes of encoding 248k names. `babelink update --index hnsw`
+#: gives it the FAISS search of every name (BENCHMARKS.md has both).
+DEFAULT_INDEX = DenseParams(kind="lazy")
 
 
 def default_bundle_path() -> Path:
@@ -22,19 +27,20 @@ def default_bundle_path() -> Path:
 
 
 def default_bundle() -> Path:
-    """Path of the default hybrid bundle, building it when it is not there yet (once: about eleven
-    minutes on two CPU cores, most of it encoding the names)."""
+    """Path of the default hybrid bundle, building it when it is not there yet (once: about a
+    minute on two CPU cores; names are encoded on first need)."""
     path = default_bundle_path()
     if not (path / MANIFEST).is_file():
         from babelink.kb.default import SOURCES, build_default_kb
         from babelink.progress import progress_bar
         from babelink.translate.mining import mine_lexicon
 
-        print(f"babelink: building the embedded default bundle in {path} (once)", file=sys.stderr)
+        print(f"babelink: building the embedded default bundle in {path} (once; names are encoded as queries "
+              "need them, `babelink update --index hnsw` encodes them all)", file=sys.stderr)
         sources = {label: asdict(source) for label, source in SOURCES.items()}
         with progress_bar("reading vocabularies") as progress:
             release = ", ".join(f"{source.package} {source.version}" for source in SOURCES.values())
             kb = build_default_kb()
-            build_bundle(kb, path, progress=progress, translations=mine_lexicon(kb),
+            build_bundle(kb, path, progress=progress, translations=mine_lexicon(kb), dense_params=DEFAULT_INDEX,
                          kb_source={"name": "embedded-default", "version": release, "sources": sources})
     return path
