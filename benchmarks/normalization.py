@@ -164,15 +164,15 @@ def system_step(bundle_path: str, system: str, data: str, set_names: tuple[str, 
             bundle = _lazy_bundle(data, kb_name, encoder)
         query_set = QUERY_SETS[set_name](Path(data), bundle.kb)
         with tempfile.TemporaryDirectory() as scratch:
-            encoder = bundle.query_encoder() if lazy else None  # cleared before the second pass
-            linker = Linker(bundle, _generator(bundle, system, Path(data), set_name, scratch, tuned, encoder))
+            query_encoder = bundle.query_encoder() if lazy else None  # cleared before the second pass
+            linker = Linker(bundle, _generator(bundle, system, Path(data), set_name, scratch, tuned, query_encoder))
             linker.normalize(["warm-up"])  # model loading and first-call costs are not per-mention costs
             def normalize(mentions, linker=linker):
                 return [[c.concept_id for c in cs] for cs in linker.normalize(mentions, top_k=5)]
             results[query_set.name] = benchmark.run_normalization(
                 normalize, query_set, resolve_abbreviations=system.endswith("abbreviations"))
             if lazy:  # again, the names stored, the mentions encoded anew
-                encoder.clear()
+                query_encoder.clear()
                 again = benchmark.run_normalization(normalize, query_set)
                 results[query_set.name]["stored_names"] = len(bundle.dense.store)
                 results[query_set.name]["warm_mentions_per_second"] = again["mentions_per_second"]
