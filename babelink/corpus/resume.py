@@ -10,12 +10,14 @@ are finished documents and a partial last line is the only damage; brat writes e
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TextIO
 
 from babelink.errors import InputFormatError
-from babelink.fsutil import is_stream
+from babelink.formats import WRITERS
+from babelink.formats.document import Document
+from babelink.fsutil import atomic_output, is_stream
 from babelink.link.mentions import LinkedDocument
 
 RESUMABLE_FORMATS = ("jsonl", "brat")
@@ -96,23 +98,36 @@ def write_brat_each(results: Iterable[LinkedDocument], directory: Path) -> None:
 
 def write_linked(results: Iterable[LinkedDocument], output: str, output_format: str, *, candidates: bool = False,
                  overwrite: bool = False) -> None:
-    """Write linked documents in `output_format` (`jsonl`, a `formats.WRITERS` name, or `brat`)
-    to `output` (`-`: stdout); a document that carries an error is a JSONL record, left out of the
-    others. A JSONL file is appended to and brat written per document, so both resume
-    (`completed_ids`); the other formats are one file, replaced atomically when complete."""
-    from babelink.formats import WRITERS
-    from babelink.fsutil import atomic_output
-
+    """Write linked documents in `output_format` (a `LINKED_WRITERS` name: `jsonl`, `brat` or a
+    `formats.WRITERS` one) to `output` (`-`: stdout); a document that carries an error is a JSONL
+    record, left out of the others. A JSONL file is appended to and brat written per document, so
+    both resume (`completed_ids`); the other formats are one file, replaced atomically when complete."""
     if output_format != "jsonl":  # only JSONL has a record for a document that could not be linked
         results = (result for result in results if result.error is None)
-    if output_format == "brat":
-        write_brat_each(results, Path(output))
-    elif output_format == "jsonl" and output != "-":
+    LINKED_WRITERS[output_format](results, output, overwrite=overwrite, candidates=candidates)
+
+
+def _write_jsonl(results: Iterable[LinkedDocument], output: str, *, overwrite: bool, candidates: bool) -> None:
+    if output != "-":
         append_jsonl(results, Path(output), overwrite, candidates)
-    elif output_format == "jsonl":
+        return
+    with atomic_output(output) as stream:
+        for result in results:
+            write_jsonl_line(result, stream, candidates)
+
+
+def _write_brat(results: Iterable[LinkedDocument], output: str, *, overwrite: bool, candidates: bool) -> None:
+    write_brat_each(results, Path(output))
+
+
+def _whole_file(write_documents: Callable[[Iterable[Document], TextIO], None]):
+    """A `formats.WRITERS` writer, its file replaced when complete."""
+    def write(results: Iterable[LinkedDocument], output: str, *, overwrite: bool, candidates: bool) -> None:
         with atomic_output(output) as stream:
-            for result in results:
-                write_jsonl_line(result, stream, candidates)
-    else:
-        with atomic_output(output) as stream:
-            WRITERS[output_format]((result.as_document() for result in results), stream)
+            write_documents((result.as_document() for result in results), stream)
+    return write
+
+
+#: `link --format` → how linked documents are written.
+LINKED_WRITERS = {"jsonl": _write_jsonl, "brat": _write_brat,
+                  **{name: _whole_file(writer) for name, writer in WRITERS.items()}}

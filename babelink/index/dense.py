@@ -113,27 +113,10 @@ class DenseNameIndex(NameVectors):
 
     @staticmethod
     def _factory_string(params: DenseParams, count: int, dimension: int) -> str:
-        if params.kind == "flat":
-            return "Flat"
-        if params.kind == "hnsw":
-            return f"HNSW{params.hnsw_m},Flat"
-        if count < _PQ_MIN_TRAINING:
-            raise BabelinkError(f"an ivfpq index needs at least {_PQ_MIN_TRAINING:,} names to train on, "
-                                f"the KB has {count:,}; use --index flat or hnsw")
-        if dimension % params.pq_bytes:
-            raise BabelinkError(f"pq_bytes={params.pq_bytes} must divide the vector dimension {dimension}")
-        nlist = params.nlist or max(1, min(int(4 * math.sqrt(count)), count // 39))
-        return f"OPQ{params.pq_bytes},IVF{nlist},PQ{params.pq_bytes}"
+        return _LAYOUTS[params.kind].factory(params, count, dimension)
 
     def _configure_search(self) -> None:
-        faiss = _faiss()
-        if self.params.kind == "hnsw":
-            faiss.downcast_index(self.index).hnsw.efSearch = self.params.ef_search
-            faiss.downcast_index(self.index).hnsw.efConstruction = self.params.ef_construction
-        elif self.params.kind == "ivfpq":
-            ivf = faiss.extract_index_ivf(self.index)
-            ivf.nprobe = self.params.nprobe
-            ivf.make_direct_map()  # lets `score_pairs` decode any name's vector
+        _LAYOUTS[self.params.kind].configure(self.index, self.params)
 
     def search(self, queries: np.ndarray, k: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Top-k string rows and inner products per query, best first; -1 / 0.0 pad missing hits.
@@ -151,13 +134,7 @@ class DenseNameIndex(NameVectors):
         faiss = _faiss()
         bits = np.packbits(allowed.astype(bool), bitorder="little")
         selector = faiss.IDSelectorBitmap(len(allowed), faiss.swig_ptr(bits))
-        if self.params.kind == "hnsw":
-            params = faiss.SearchParametersHNSW(sel=selector, efSearch=self.params.ef_search)
-        elif self.params.kind == "ivfpq":  # the OPQ rotation, then the inverted lists
-            params = faiss.SearchParametersPreTransform(
-                index_params=faiss.SearchParametersIVF(sel=selector, nprobe=self.params.nprobe))
-        else:
-            params = faiss.SearchParameters(sel=selector)
+        params = _LAYOUTS[self.params.kind].filtered(selector, self.params)
         result = self.index.search(queries, k, params=params)
         del bits  # the selector reads it until here
         return result
@@ -169,7 +146,7 @@ class DenseNameIndex(NameVectors):
     @property
     def stores_vectors(self) -> bool:
         """Whether rows hold the vectors as they were added (flat, HNSW), not a lossy code (IVF-PQ)."""
-        return self.params.kind != "ivfpq"
+        return not _LAYOUTS[self.params.kind].lossy
 
     def save(self, directory: Path) -> list[Path]:
         _faiss().write_index(self.index, str(directory / INDEX_FILE))
@@ -185,7 +162,7 @@ class DenseNameIndex(NameVectors):
         """The index memory-mapped read-only, or (`writable`) read into memory to `add` to."""
         faiss = _faiss()
         params = read_params(directory)
-        flags = faiss.IO_FLAG_MMAP_IFC if params.kind != "ivfpq" else faiss.IO_FLAG_MMAP
+        flags = getattr(faiss, _LAYOUTS[params.kind].mmap_flag)
         try:
             index = faiss.read_index(str(directory / INDEX_FILE), 0 if writable else flags | faiss.IO_FLAG_READ_ONLY)
         except RuntimeError as error:
@@ -193,6 +170,66 @@ class DenseNameIndex(NameVectors):
                 f"{directory / INDEX_FILE}: unreadable FAISS index ({str(error).splitlines()[0]})"
             ) from None
         return cls(params, index)
+
+
+class _Flat:
+    """Exact search: every name's vector as added."""
+
+    lossy = False
+    mmap_flag = "IO_FLAG_MMAP_IFC"  # how a read-only load maps the file
+
+    def factory(self, params: DenseParams, count: int, dimension: int) -> str:
+        return "Flat"
+
+    def configure(self, index, params: DenseParams) -> None:
+        pass
+
+    def filtered(self, selector, params: DenseParams):
+        return _faiss().SearchParameters(sel=selector)
+
+
+class _Hnsw(_Flat):
+    """A graph over the same vectors: sub-linear search, `ef_search` candidates explored."""
+
+    def factory(self, params: DenseParams, count: int, dimension: int) -> str:
+        return f"HNSW{params.hnsw_m},Flat"
+
+    def configure(self, index, params: DenseParams) -> None:
+        graph = _faiss().downcast_index(index).hnsw
+        graph.efSearch, graph.efConstruction = params.ef_search, params.ef_construction
+
+    def filtered(self, selector, params: DenseParams):
+        return _faiss().SearchParametersHNSW(sel=selector, efSearch=params.ef_search)
+
+
+class _IvfPq:
+    """OPQ rotation, inverted lists and product-quantised codes: `pq_bytes` per name, lossy."""
+
+    lossy = True
+    mmap_flag = "IO_FLAG_MMAP"
+
+    def factory(self, params: DenseParams, count: int, dimension: int) -> str:
+        if count < _PQ_MIN_TRAINING:
+            raise BabelinkError(f"an ivfpq index needs at least {_PQ_MIN_TRAINING:,} names to train on, "
+                                f"the KB has {count:,}; use --index flat or hnsw")
+        if dimension % params.pq_bytes:
+            raise BabelinkError(f"pq_bytes={params.pq_bytes} must divide the vector dimension {dimension}")
+        nlist = params.nlist or max(1, min(int(4 * math.sqrt(count)), count // 39))
+        return f"OPQ{params.pq_bytes},IVF{nlist},PQ{params.pq_bytes}"
+
+    def configure(self, index, params: DenseParams) -> None:
+        ivf = _faiss().extract_index_ivf(index)
+        ivf.nprobe = params.nprobe
+        ivf.make_direct_map()  # lets `score_pairs` decode any name's vector
+
+    def filtered(self, selector, params: DenseParams):  # the OPQ rotation, then the inverted lists
+        faiss = _faiss()
+        return faiss.SearchParametersPreTransform(index_params=faiss.SearchParametersIVF(sel=selector,
+                                                                                         nprobe=params.nprobe))
+
+
+#: FAISS layout of each `DenseParams.kind` a `DenseNameIndex` builds (`lazy` builds none: `index.lazy`).
+_LAYOUTS = {"flat": _Flat(), "hnsw": _Hnsw(), "ivfpq": _IvfPq()}
 
 
 def read_params(directory: Path) -> DenseParams:
