@@ -53,6 +53,7 @@ from babelink.eval.metrics import span_scores
 from babelink.formats import read_documents
 from babelink.formats.document import Document
 from babelink.home import babelink_home
+from babelink.index.dense import DenseParams
 from babelink.link.context_filter import ContextFilter
 from babelink.link.documents import LinkParams
 from babelink.linker import Linker
