@@ -57,20 +57,21 @@ class VectorStore:
         self.directory, self.dimension = Path(directory), dimension
         self._lock = threading.Lock()
         self._pending: dict[int, np.ndarray] = {}
-        self._keys, self._vectors = _read(self.directory / FILE, dimension)
+        self._saved = _read(self.directory / FILE, dimension)  # (keys, vectors): swapped whole by `save`
         self._finalizer = weakref.finalize(self, _save, self.directory, dimension, self._pending, self._lock)
 
     def __len__(self) -> int:
-        return len(self._keys) + len(self._pending)
+        return len(self._saved[0]) + len(self._pending)
 
     def lookup(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Which of `keys` are stored (a mask), and their vectors (zeros where not)."""
         found = np.zeros(len(keys), dtype=bool)
         vectors = np.zeros((len(keys), self.dimension), dtype=np.float32)
-        if len(self._keys):
-            at = np.minimum(np.searchsorted(self._keys, keys), len(self._keys) - 1)
-            found = self._keys[at] == keys
-            vectors[found] = self._vectors[at[found]]
+        saved_keys, saved_vectors = self._saved
+        if len(saved_keys):
+            at = np.minimum(np.searchsorted(saved_keys, keys), len(saved_keys) - 1)
+            found = saved_keys[at] == keys
+            vectors[found] = saved_vectors[at[found]]
         with self._lock:
             for position in np.flatnonzero(~found) if self._pending else ():
                 vector = self._pending.get(int(keys[position]))
@@ -88,7 +89,7 @@ class VectorStore:
     def save(self) -> None:
         """Merge the pending vectors into the file (with any another process saved since)."""
         if _save(self.directory, self.dimension, self._pending, self._lock):
-            self._keys, self._vectors = _read(self.directory / FILE, self.dimension)
+            self._saved = _read(self.directory / FILE, self.dimension)
 
 
 def encode_through(store: VectorStore, encode: Callable[[Sequence[str]], np.ndarray],
