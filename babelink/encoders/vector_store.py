@@ -127,6 +127,9 @@ def _read(path: Path, dimension: int) -> tuple[np.ndarray, np.ndarray]:
     if not count:
         return empty
     keys = np.memmap(path, dtype="<u8", mode="r", offset=_HEADER, shape=(count,))
+    if not np.all(keys[1:] > keys[:-1]):  # searched by bisection: unsorted keys would find wrong vectors
+        print(f"babelink: ignoring {path}: its keys are not sorted", file=sys.stderr)
+        return empty
     vectors = np.memmap(path, dtype="<f4", mode="r", offset=_HEADER + 8 * count, shape=(count, dimension))
     return keys, vectors
 

@@ -3,6 +3,8 @@ the names' vectors encoded once and kept across runs."""
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from babelink.bundle.store import build_bundle, load_bundle
 from babelink.encoders import open_encoder
@@ -188,3 +190,18 @@ def test_cli_update_index_and_its_errors(kb, tmp_path, home, tiny_encoder_dir):
     sparse = build_bundle(kb, tmp_path / "sparse", retriever="sparse")
     refused = babelink("update", "--bundle", sparse, "--index", "flat")
     assert refused.returncode != 0 and "no encoder" in refused.stderr and "Traceback" not in refused.stderr
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.binary(max_size=200), header=st.booleans())
+def test_any_bytes_in_the_store_file_load_as_a_store_or_none(tmp_path, capsys, data, header):
+    """A damaged cache is ignored (and said so), never a crash or vectors read from garbage."""
+    path = tmp_path / FILE
+    prefix = b"BLVEC001" + np.array([2, 3], dtype="<u8").tobytes() if header else b""
+    path.write_bytes(prefix + data)
+    store = VectorStore(tmp_path, 3)
+    keys = np.frombuffer(data[:16], dtype="<u8") if len(data) >= 16 else None
+    valid = header and len(data) == 2 * (8 + 12) and keys[0] < keys[1]
+    assert len(store) == (2 if valid else 0)
+    found, vectors = store.lookup(string_keys(["x"]))
+    assert vectors.shape == (1, 3) and (found.any() or not vectors.any())
