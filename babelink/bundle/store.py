@@ -384,6 +384,5 @@ def _load_dense(path: Path, entry: dict, names: NameTable) -> NameVectors:
     params = read_params(path / "dense")
     if params.kind != "lazy":
         return DenseNameIndex.load(path / "dense")
-    dimension = int(entry["dimension"])
-    return LazyNameIndex(params, names.strings, dimension, VectorStore(store_directory(entry), dimension),
-                         lambda: encoder_from_manifest(entry, path))
+    store = VectorStore(store_directory(entry), int(entry["dimension"]))
+    return LazyNameIndex(params, names.strings, entry, store, lambda: encoder_from_manifest(entry, path))

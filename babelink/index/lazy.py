@@ -22,14 +22,19 @@ from babelink.encoders.vector_store import VectorStore, encode_through
 from babelink.errors import BundleError
 from babelink.index.dense import DenseParams, NameVectors, save_params
 
+#: What must match between the encoder a bundle names and one that encodes its names into the store.
+IDENTITY = ("fingerprint", "dimension", "pooling", "prefix", "max_length", "precision")
+
 
 class LazyNameIndex(NameVectors):
     """Row `i` is the vector of `strings[i]`, taken from `store` or encoded by the bundle's encoder
-    (`attach`ed by the bundle, else loaded by `load_encoder` on first need)."""
+    (`attach`ed by the bundle, else loaded by `load_encoder` on first need), the one its manifest
+    `encoder_entry` describes."""
 
-    def __init__(self, params: DenseParams, strings: Sequence[str], dimension: int, store: VectorStore,
+    def __init__(self, params: DenseParams, strings: Sequence[str], encoder_entry: dict, store: VectorStore,
                  load_encoder: Callable[[], Encoder]):
-        self.params, self.strings, self.dimension, self.store = params, strings, dimension, store
+        self.params, self.strings, self.store = params, strings, store
+        self.encoder_entry, self.dimension = encoder_entry, int(encoder_entry["dimension"])
         self._load_encoder = load_encoder
         self._encoder: Encoder | None = None
 
@@ -41,6 +46,10 @@ class LazyNameIndex(NameVectors):
         if encoder.dimension != self.dimension:
             raise BundleError(f"the encoder gives {encoder.dimension}-d vectors, the bundle's names are "
                               f"{self.dimension}-d")
+        found = encoder.describe()
+        if differs := [key for key in IDENTITY if found.get(key) != self.encoder_entry.get(key)]:
+            raise BundleError(f"the bundle's names are encoded by {self.encoder_entry.get('name')!r}; the encoder "
+                              f"given differs in {', '.join(differs)}, and its vectors would be kept as that one's")
         self._encoder = encoder
 
     def search(self, queries: np.ndarray, k: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:

@@ -157,6 +157,18 @@ def test_lazy_refuses_an_encoder_of_another_dimension(kb, tmp_path, home, tiny_e
         bundle.dense.attach(wide)
 
 
+def test_lazy_refuses_another_encoder_that_would_poison_the_store(kb, tmp_path, home, tiny_encoder_dir,
+                                                                   contextual_encoder_dir):
+    """Same dimension, another model: its vectors would be kept as the bundle's encoder's."""
+    bundle = load_bundle(build_bundle(kb, tmp_path / "lazy", encoder=tiny_encoder_dir,
+                                      dense_params=DenseParams(kind="lazy")))
+    with pytest.raises(BundleError, match="fingerprint"):
+        Linker(bundle, encoder=open_encoder(contextual_encoder_dir))
+    with pytest.raises(BundleError, match="pooling"):
+        Linker(bundle, encoder=open_encoder(tiny_encoder_dir, pooling="mean"))
+    assert not (home / "name-vectors").exists()
+
+
 def test_reindexing_a_lazy_bundle_gives_the_flat_bundle_and_encodes_only_new_names(kb, tmp_path, home,
                                                                                    contextual_encoder_dir):
     from babelink.bundle.update import reindex_bundle
