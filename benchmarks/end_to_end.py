@@ -186,7 +186,8 @@ def tune_step(data: str, corpus_key: str, system: str, ratio: float) -> dict:
                     (d.id, p.start, p.end, p.candidates[0].concept_id)
                     for d, found in zip(dev, proposals)
                     for p in resolve_overlaps(
-                        [p for p in found if p.score >= link and (p.recall_score is None or p.recall_score >= recall)],
+                        [p for p in found if p.candidates[0].score >= link  # the linker's decision (`_links`)
+                         and (p.recall_score is None or p.recall_score >= recall)],
                         overlap,
                     )
                 ]
