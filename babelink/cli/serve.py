@@ -33,6 +33,9 @@ def info(
         return
     loaded = load_bundle(bundle or default_bundle())
     shown = {"provenance": loaded.provenance, "manifest": loaded.manifest}
+    if loaded.dense is not None and loaded.dense.params.kind == "lazy":  # how far first needs have encoded it
+        shown["name_vectors"] = {"store": str(loaded.dense.store.directory), "encoded": loaded.dense.encoded(),
+                                 "names": len(loaded.names)}
     name = loaded.manifest.get("dense", {}).get("encoder", {}).get("name")
     if name in packaged():
         trained = read_manifest(packaged()[name])

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from babelink.encoders import Encoder
-from babelink.encoders.vector_store import VectorStore, encode_through
+from babelink.encoders.vector_store import VectorStore, encode_through, string_keys
 from babelink.errors import BundleError
 from babelink.index.dense import DenseParams, NameVectors, save_params
 
@@ -65,6 +65,10 @@ class LazyNameIndex(NameVectors):
     @property
     def stores_vectors(self) -> bool:
         return True
+
+    def encoded(self) -> int:
+        """How many of the names are in the store already (`babelink info`)."""
+        return int(self.store.lookup(string_keys(self.strings))[0].sum()) if len(self.strings) else 0
 
     def save(self, directory: Path) -> list[Path]:
         """Only the parameters: the vectors live in the store, shared across bundles."""

@@ -217,3 +217,16 @@ def test_any_bytes_in_the_store_file_load_as_a_store_or_none(tmp_path, capsys, d
     assert len(store) == (2 if valid else 0)
     found, vectors = store.lookup(string_keys(["x"]))
     assert vectors.shape == (1, 3) and (found.any() or not vectors.any())
+
+
+def test_info_shows_how_many_names_a_lazy_bundle_has_encoded(kb, tmp_path, home, tiny_encoder_dir):
+    import json
+
+    from support import babelink
+
+    path = build_bundle(kb, tmp_path / "lazy", encoder=tiny_encoder_dir, dense_params=DenseParams(kind="lazy"))
+    before = json.loads(babelink("info", "--bundle", path).stdout)["name_vectors"]
+    assert before["encoded"] == 0 and before["names"] == 9
+    assert babelink("normalize", "--bundle", path, "--input", "-", stdin="diabetes\n").returncode == 0
+    after = json.loads(babelink("info", "--bundle", path).stdout)["name_vectors"]
+    assert 0 < after["encoded"] <= 9 and after["store"].startswith(str(home))
