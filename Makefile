@@ -27,6 +27,11 @@ test: $(VENV)/.test-extras
 bench: $(VENV)/.test-extras
 	$(BIN)/python benchmarks/normalization.py
 
-# The GPU training job's input (docs/training.md): about 2.5 minutes on 2 cores, 37 MiB, never committed.
+# The GPU training job's input (docs/training.md): about 2.5 minutes on 2 cores, never committed. It carries
+# the wheels of the two pure-Python libraries the one-pass stage reads documents with, which the GPU machine lacks.
+PACK_WHEELS := build/pack-wheels
 pack: $(BIN)/babelink
-	$(BIN)/babelink train pack --data ../shared/data --out pack
+	rm -rf $(PACK_WHEELS)
+	$(BIN)/python -m pip download --quiet --no-deps --only-binary :all: -d $(PACK_WHEELS) \
+		$$($(BIN)/python -m pip freeze | grep -iE '^(abbreviations|stopwordsiso)==')
+	$(BIN)/babelink train pack --data ../shared/data --out pack $$(for w in $(PACK_WHEELS)/*.whl; do echo --wheel $$w; done)

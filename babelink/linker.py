@@ -151,9 +151,10 @@ class Linker:
 
             ner = NerDetector(ner)
         if isinstance(model, str | Path):
+            from babelink.dual.artefact import model_path
             from babelink.dual.model import DualModel
 
-            model = DualModel(model)
+            model = DualModel(model_path(model))
         loaded, encoder = load_bundle_with_encoder(bundle, runtime)
         return cls(loaded, encoder=encoder, link_params=LinkParams(**params),
                    context_filter=filter, detector=ner, name_filter=name_filter, model=model)

@@ -6,7 +6,8 @@ speed, and the transfer to languages without training data.
         [--mantra [--mantra-minutes 6]]
 
 `--medic-model`: a model trained on the CTD MEDIC benchmark bundle (`babelink train dual`, the
-command is in the log). NCBI-disease and BC5CDR-Disease test are linked by
+command is in the log), or a packaged one-pass model's name (the GPU job's `e5-sap-dual`, whose
+bundle is built with the packaged encoder it links against). NCBI-disease and BC5CDR-Disease test are linked by
 - the dual encoder (`link --model`), its mention threshold γ chosen here on NCBI-disease +
   BC5CDR dev for the mention vector alone, and again with the TF-IDF weight w of the span text
   (`DualSettings.sparse_weight`) chosen with it (a row of its own when w > 0);
@@ -73,7 +74,7 @@ def link_step(data: str, corpus_key: str, system: str, model: str | None, link_t
             linker = make_linker(Path(data), corpus, system, 1.0, LinkParams(link_threshold=link_threshold),
                                  Path(scratch), detector=NerDetector(model))
         else:
-            bundle = load_bundle(cached_bundle(Path(data), corpus.kb))
+            bundle = load_bundle(_bundle_for(data, corpus.kb, model))
             linker = Linker(bundle, model=_dual(model, decision)) if model else Linker(bundle)
         test = documents(Path(data), corpus, "test")
         linker.link("warm-up text with asthma")
@@ -86,10 +87,24 @@ def link_step(data: str, corpus_key: str, system: str, model: str | None, link_t
             "docs_per_s": len(test) / seconds, "mentions_per_s": len(predicted) / seconds, "rss_mb": _peak_rss_mb()}
 
 
+def _bundle_for(data: str, kb: str, model: str | None = None) -> Path:
+    """The KB's benchmark bundle, its names encoded by the encoder `model` links against: the
+    bundled one, or a packaged trained one (the GPU job's `e5-sap-dual` links against `e5-sap`)."""
+    from babelink.dual.artefact import model_path
+    from babelink.encoders import checkpoint_path
+    from babelink.encoders.artefacts import packaged
+
+    entity = json.loads((model_path(model) / "babelink_dual.json").read_text())["entity_encoder"] if model else {}
+    if entity.get("name") in packaged():
+        return cached_bundle(Path(data), kb, encoder=str(checkpoint_path(entity["name"])))
+    return cached_bundle(Path(data), kb)
+
+
 def _dual(path: str, decision: tuple[float, float] | None = None):
+    from babelink.dual.artefact import model_path
     from babelink.dual.model import DualModel
 
-    model = DualModel(path)
+    model = DualModel(model_path(path))
     if decision is not None:
         model.settings = replace(model.settings, threshold=decision[0], sparse_weight=decision[1])
     return model
@@ -101,7 +116,7 @@ def tune_step(data: str, model: str) -> dict:
     from babelink.dual.linker import DualLinker
     from babelink.train.dual import tune_decision
 
-    bundle = load_bundle(cached_bundle(Path(data), "ctd-medic"))
+    bundle = load_bundle(_bundle_for(data, "ctd-medic", model))
     dev = [d for key in ("ncbi", "bc5cdr") for d in documents(Path(data), CORPORA[key], "dev")]
     linker = DualLinker(_dual(model), bundle)
     plain, fused = tune_decision(linker, dev, weights=(0.0,)), tune_decision(linker, dev)
@@ -112,7 +127,7 @@ def tune_step(data: str, model: str) -> dict:
 def disambiguation_step(data: str, model: str, sparse_weight: float = 0.0) -> dict:
     """NCBI-disease test gold spans: the dual encoder in one pass per segment (its names scored with
     the TF-IDF weight `sparse_weight`) against hybrid `normalize`."""
-    bundle = load_bundle(cached_bundle(Path(data), "ctd-medic"))
+    bundle = load_bundle(_bundle_for(data, "ctd-medic", model))
     resolve = gold_resolver(bundle.kb)
     test = [replace(d, annotations=tuple(a for a in d.annotations if any(map(resolve, a.concept_ids))))
             for d in documents(Path(data), CORPORA["ncbi"], "test")]
@@ -202,7 +217,14 @@ NER_RECIPES = {
 
 
 def _training_note(model: str) -> str:
-    """Steps, time, negatives, the dev choice, and the command that trained the model."""
+    """Steps, time, negatives, the dev choice, and the command that trained the model; a packaged
+    one-pass model's manifest says where and on what it was trained."""
+    from babelink.encoders.artefacts import packaged, read_manifest
+
+    if not Path(model).is_dir() and model in packaged():
+        training = read_manifest(packaged()[model])["training"]
+        return (f"packaged `{model}`: {training['steps']:,} steps in {training['seconds'] / 60:.1f} min on "
+                f"{training['device']} (commit {training['commit']}), trained on {', '.join(training['sources'])}")
     found = json.loads((Path(model) / "training.json").read_text())
     best = max(found["evaluations"], key=lambda e: e[1]) if found["evaluations"] else None
     chosen = f"; best dev strict F1 {best[1]:.3f} at step {best[0]:,}, γ = {best[2]}" if best else ""

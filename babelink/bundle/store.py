@@ -25,7 +25,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from functools import cached_property
-from importlib.metadata import version
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from babelink.augment import DftRecord
@@ -69,7 +69,8 @@ TRANSLATIONS = "translations"
 #: dev data (BENCHMARKS.md), where 0.85–0.97 lie within 0.001 mean Acc@1 of each other.
 DEFAULT_SWITCH_THRESHOLD = 0.85
 _LIBRARIES = ("babelink", "numpy", "scipy", "scikit-learn", "pyarrow")
-_DENSE_LIBRARIES = ("faiss-cpu", "torch", "transformers")
+_ENCODER_LIBRARIES = ("torch", "transformers")
+_DENSE_LIBRARIES = ("faiss-cpu", *_ENCODER_LIBRARIES)
 
 
 @dataclass
@@ -111,7 +112,7 @@ class Bundle:
         kb = kb_identity(self.manifest["kb"])
         if updates := len(self.manifest.get("updates", ())):  # the release the build read, and what was added
             kb["version"] += f"+{updates}-update{'s' if updates > 1 else ''}"
-        return {"bundle": digest[:12], "kb": kb, "babelink": version("babelink")}
+        return {"bundle": digest[:12], "kb": kb, "babelink": installed_version("babelink")}
 
     def encoder(self, runtime: str = "torch") -> Encoder:
         """The encoder the dense index was built with, run by `runtime` (`encoders.RUNTIMES`);
@@ -147,6 +148,14 @@ class Bundle:
         if "dft" not in self.manifest:
             return []
         return (self.path / DFT_DOCUMENTS).read_text(encoding="utf-8").splitlines()
+
+
+def installed_version(distribution: str) -> str | None:
+    """Its installed version; None for a checkout run without installing (the GPU job's machine)."""
+    try:
+        return version(distribution)
+    except PackageNotFoundError:
+        return None
 
 
 def kb_identity(kb: dict) -> dict:
@@ -214,7 +223,7 @@ def build_bundle(
         libraries = _LIBRARIES
         if dense_encoder is not None:
             manifest["dense"] = {"index": asdict(dense_params), "encoder": manifest_entry(encoder, dense_encoder)}
-            libraries += _DENSE_LIBRARIES
+            libraries += _DENSE_LIBRARIES if dense_params.kind != "lazy" else _ENCODER_LIBRARIES
         if retriever == "hybrid":
             manifest["hybrid"] = asdict(hybrid_params or HybridParams())
         if spans is not None:
@@ -231,7 +240,7 @@ def build_bundle(
             (staging / DFT_DOCUMENTS).write_text("".join(f"{doc_id}\n" for doc_id in dft.documents), encoding="utf-8")
             files.append(staging / DFT_DOCUMENTS)
             manifest["dft"] = dft.summary()
-        manifest["versions"] = {library: version(library) for library in libraries}
+        manifest["versions"] = {library: installed_version(library) for library in libraries}
         manifest["build_seconds"] = round(time.perf_counter() - started, 2)
         manifest.update(file_records(staging, files))
         (staging / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False))

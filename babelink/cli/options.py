@@ -20,12 +20,16 @@ FilterOption = Annotated[
 ]
 ModelOption = Annotated[
     Path | None, typer.Option(
-        "--model", help="Dual encoder directory (babelink train dual): detects and links every mention in one pass.")
+        "--model", help="Dual encoder directory (babelink train dual) or a packaged one-pass model's name: "
+                        "detects and links every mention in one pass.")
 ]
 InitOption = Annotated[
     str, typer.Option("--init", help="'default' (bundled multilingual-e5-small), a packaged trained encoder's name "
                                      "or a checkpoint directory.")
 ]
+LoraRankOption = Annotated[int, typer.Option(
+    "--lora-rank", min=0, help="Train low-rank adapters of this rank only (a small file, out/"
+                               "lora_adapters.safetensors, beside the merged checkpoint); 0: every weight.")]
 DeviceOption = Annotated[str | None, typer.Option(
     "--device", help="cuda, cuda:1, cpu, …; a GPU when one is present, else the CPU.")]
 MinProbabilityOption = Annotated[

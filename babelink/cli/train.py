@@ -17,6 +17,7 @@ from babelink.cli.options import (
     InitOption,
     KbFormatOption,
     LearnTypesOption,
+    LoraRankOption,
     MaxMinutesOption,
     MaxStepsOption,
     SeedOption,
@@ -59,9 +60,7 @@ def train_sap(
     learning_rate: Annotated[float, typer.Option("--lr", help="Learning rate.")] = 2e-5,
     freeze_embeddings: Annotated[bool, typer.Option(
         "--freeze-embeddings", help="Keep the word embeddings fixed (CPU training).")] = False,
-    lora_rank: Annotated[int, typer.Option(
-        "--lora-rank", min=0, help="Train low-rank adapters of this rank only (a small file, out/"
-                                   "lora_adapters.safetensors, beside the merged checkpoint); 0: every weight.")] = 0,
+    lora_rank: LoraRankOption = 0,
     device: DeviceOption = None,
     max_pairs_per_concept: Annotated[int, typer.Option(
         "--max-pairs-per-concept", min=1, help="At most this many synonym pairs of one concept (003 App. A.3).")] = 50,
@@ -168,13 +167,19 @@ def train_pack(
     data: Annotated[Path, typer.Option(
         "--data", help="The benchmark data directory (kb/, bench/, translations/), e.g. ../shared/data.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Pack directory to write.")],
+    wheels: Annotated[list[Path] | None, typer.Option(
+        "--wheel", exists=True, dir_okay=False,
+        help="A pure-Python wheel the GPU machine lacks (the one-pass stage's stop-word and abbreviation "
+             "libraries); repeatable.")] = None,
 ) -> None:
     """Build the training pack a GPU job trains from (`python -m babelink.train.job`): ≤ 60 MiB."""
     from babelink.encoders.e5_bundled import base_sha256, bundled_e5_path, bundled_model_file
     from babelink.train.pack import build_pack, shared_sources
 
     refuse_same_file(out, [data], "--out")
-    manifest = build_pack(shared_sources(data), out, bundled_model_file()[0], bundled_e5_path(), base_sha256(),
+    sources = shared_sources(data)
+    sources.wheels = list(wheels or [])
+    manifest = build_pack(sources, out, bundled_model_file()[0], bundled_e5_path(), base_sha256(),
                           "multilingual-e5-small")
     typer.echo(f"wrote {out}: {manifest['bytes'] / 2**20:.1f} MiB, {manifest['base']['pieces']:,} pieces of the "
                f"base kept, in {manifest['seconds']:.0f} s", err=True)
@@ -370,6 +375,8 @@ def train_dual(
         "--eval-every", min=1, help="Steps between dev evaluations (default: once per epoch).")] = None,
     train_embeddings: Annotated[bool, typer.Option(
         "--train-embeddings", help="Also train the word embeddings (frozen by default: CPU training).")] = False,
+    lora_rank: LoraRankOption = 0,
+    device: DeviceOption = None,
     seed: SeedOption = 0,
 ) -> None:
     """Train the one-pass dual encoder (004): detects and links every mention of a segment at once (`link --model`)."""
@@ -387,10 +394,10 @@ def train_dual(
         max_span_words=max_span_words, pooling=pooling, hard_negatives=hard_negatives,
         random_negatives=random_negatives, freeze_embeddings=not train_embeddings,
         types=tuple(types) if types else None, max_steps=max_steps, max_minutes=max_minutes, eval_every=eval_every,
-        seed=seed)
+        lora_rank=lora_rank, seed=seed)
     documents = [document for path in train for document in read_documents(path)]
     dev_documents = [document for path in dev or [] for document in read_documents(path)]
-    trainer = DualTrainer(resolve_checkpoint(init)[0], load_bundle(bundle), documents, out, config)
+    trainer = DualTrainer(resolve_checkpoint(init)[0], load_bundle(bundle), documents, out, config, device=device)
     mentions = sum(len(example.mentions) for example in trainer.examples)
     typer.echo(f"training on {len(documents):,} documents: {len(trainer.examples):,} segments, {mentions:,} "
                f"mentions of KB concepts; {trainer.total_steps:,} steps", err=True)

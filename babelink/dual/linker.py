@@ -98,6 +98,7 @@ class DualLinker:
                  name_filter: NameFilter | None = None, threshold: float | None = None):
         model.check_bundle(bundle)
         self.model, self.bundle, self.kb = model, bundle, bundle.kb
+        self.dense = bundle.dense.searchable(str(model.device))  # every name, a lazy bundle's encoded once
         self.params = params or LinkParams()
         self.threshold = model.settings.threshold if threshold is None else threshold
         self._allowed = allowed_names(bundle.kb, bundle.names, name_filter) if name_filter else None
@@ -163,9 +164,9 @@ class DualLinker:
         weight = self.model.settings.sparse_weight if sparse_weight is None else sparse_weight
         if weight not in self._rankers:
             self._rankers[weight] = (
-                DenseGenerator(self.kb, self.bundle.names, self.bundle.dense, None, allowed=self._allowed)
+                DenseGenerator(self.kb, self.bundle.names, self.dense, None, allowed=self._allowed)
                 if weight == 0 else
-                HybridGenerator(self.kb, self.bundle.names, self.bundle.sparse, self.bundle.dense, None,
+                HybridGenerator(self.kb, self.bundle.names, self.bundle.sparse, self.dense, None,
                                 HybridParams(dense_weight=1.0 - weight), allowed=self._allowed))
         ranker = self._rankers[weight]
         if weight == 0:

@@ -122,9 +122,6 @@ class DualModel:
         if bundle.dense is None:
             raise BundleError(f"{bundle.path}: a {bundle.retriever} bundle has no dense index; "
                               f"the dual encoder {self.path} links against name vectors")
-        if bundle.dense.params.kind == "lazy":
-            raise BundleError(f"{bundle.path}: its lazy index searches no name vector; the dual encoder "
-                              f"{self.path} searches them all: build the bundle with --index hnsw")
         built = bundle.manifest["dense"]["encoder"]
         found = (built.get("fingerprint"), bundle.dense.dimension)
         if found != (expected.get("fingerprint"), expected.get("dimension")):

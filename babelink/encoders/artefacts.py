@@ -2,11 +2,13 @@
 changed, with its manifest (data and licences, steps, seconds, device, commit, base fingerprint)
 in the file's metadata.
 
-Two kinds, both applied to the base they were trained from:
+Three kinds, each applied to the base it was trained from:
 - `lora`: low-rank adapters of every linear layer (`<module>.lora_A`, `<module>.lora_B` with the
   scale folded in); the base's weights plus `B @ A`;
 - `student`: a shallower encoder distilled from a trained one, every tensor but the word
-  embeddings (float16), which it shares with the base.
+  embeddings (float16), which it shares with the base;
+- `dual`: a one-pass model (004, `babelink.dual`): adapters as `lora`, its head's tensors under
+  `head.`, its settings, and the name of the packaged encoder whose name vectors it links against.
 
 Applying one writes a plain transformers checkpoint that `TransformerEncoder` loads; the packaged
 artefacts (`babelink/encoders/trained/`) are applied to the bundled e5 once and cached, as the
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 
@@ -25,7 +28,9 @@ from babelink.errors import BabelinkError
 from babelink.fsutil import sha256_file, write_bytes_atomic, write_directory
 
 LORA_A, LORA_B = ".lora_A", ".lora_B"
-KINDS = ("lora", "student")
+KINDS = ("lora", "student", "dual")
+#: Prefix of a `dual` artefact's head tensors.
+DUAL_HEAD = "head."
 MAX_BYTES = 16 * 2**20
 METADATA_KEY = "babelink"
 SUFFIX = ".safetensors"
@@ -46,6 +51,17 @@ def merge_lora(state: dict, adapters: dict) -> None:
         if weight is None or weight.shape != delta.shape:
             raise BabelinkError(f"adapter {module}: no {tuple(delta.shape)} weight of that name in the base model")
         state[module + ".weight"] = weight + delta
+
+
+def stacked_lora(first: dict, second: dict) -> dict:
+    """One set of adapters computing `first`'s and `second`'s together: per module, A stacked by
+    rows and B by columns, so `B @ A = B₁A₁ + B₂A₂` (ranks add)."""
+    import torch
+
+    if {k for k in first if k.endswith((LORA_A, LORA_B))} != {k for k in second if k.endswith((LORA_A, LORA_B))}:
+        raise BabelinkError("the two sets of adapters adapt different layers")
+    return {key: torch.cat([first[key], second[key]], dim=0 if key.endswith(LORA_A) else 1)
+            for key in first if key.endswith((LORA_A, LORA_B))}
 
 
 def write_artefact(path: Path, manifest: dict, tensors: dict) -> None:
@@ -82,9 +98,11 @@ def read_manifest(path: Path) -> dict:
     return manifest
 
 
-def apply_artefact(path: Path, base_dir: Path, base_sha256: str, target: Path) -> None:
+def apply_artefact(path: Path, base_dir: Path, base_sha256: str, target: Path,
+                   write_more: Callable[[Path, dict, dict], None] | None = None) -> None:
     """Write the checkpoint of artefact `path` applied to the base checkpoint `base_dir`, whose
-    model file's SHA-256 (`e5_bundled.base_sha256`) is `base_sha256`, into `target` (atomically)."""
+    model file's SHA-256 (`e5_bundled.base_sha256`) is `base_sha256`, into `target` (atomically).
+    `write_more(staging, manifest, tensors)` adds files of its own (a one-pass model's head)."""
     from safetensors.torch import load_file, save_file
 
     manifest = read_manifest(path)
@@ -95,8 +113,8 @@ def apply_artefact(path: Path, base_dir: Path, base_sha256: str, target: Path) -
     tensors = load_file(str(path))
     state = load_file(str(Path(base_dir) / "model.safetensors"))
     config = json.loads((Path(base_dir) / "config.json").read_text())
-    if manifest["kind"] == "lora":
-        merge_lora(state, tensors)
+    if manifest["kind"] in ("lora", "dual"):
+        merge_lora(state, {name: tensor for name, tensor in tensors.items() if not name.startswith(DUAL_HEAD)})
     else:
         state = {name: tensor.float() for name, tensor in tensors.items()} | {WORD_EMBEDDINGS: state[WORD_EMBEDDINGS]}
         config["num_hidden_layers"] = manifest["layers"]
@@ -108,6 +126,8 @@ def apply_artefact(path: Path, base_dir: Path, base_sha256: str, target: Path) -
         (staging / "config.json").write_text(json.dumps(config, indent=2))
         save_file(state, str(staging / "model.safetensors"), metadata={"format": "pt"})
         (staging / "babelink_encoder.json").write_text(json.dumps(manifest["settings"], indent=2))
+        if write_more is not None:
+            write_more(staging, manifest, tensors)
 
     target.parent.mkdir(parents=True, exist_ok=True)
     write_directory(target, write)
@@ -140,9 +160,10 @@ def packaged() -> dict[str, Path]:
         else {}
 
 
-def packaged_checkpoint(name: str) -> Path:
+def packaged_checkpoint(name: str, write_more: Callable[[Path, dict, dict], None] | None = None) -> Path:
     """The checkpoint of packaged artefact `name` applied to the bundled e5, applying it into the
-    cache on first use (named after the artefact's SHA-256, so an upgrade applies afresh)."""
+    cache on first use (named after the artefact's SHA-256, so an upgrade applies afresh);
+    `write_more` as for `apply_artefact`."""
     from babelink.encoders.e5_bundled import base_sha256, bundled_e5_path
     from babelink.home import babelink_home
 
@@ -154,6 +175,6 @@ def packaged_checkpoint(name: str) -> Path:
     digest = sha256_file(artefact)[:12]
     target = babelink_home() / "encoders" / f"{name}-{digest}"
     if not (target / "config.json").is_file():
-        apply_artefact(artefact, bundled_e5_path(), base_sha256(), target)
+        apply_artefact(artefact, bundled_e5_path(), base_sha256(), target, write_more)
     return target
 

@@ -71,6 +71,10 @@ class NameVectors:
     def attach(self, encoder) -> None:
         """Encode names with `encoder` where the index encodes any (the lazy one); FAISS indexes hold theirs."""
 
+    def searchable(self, device: str | None = None) -> NameVectors:
+        """An index whose `search` finds every name: this one, unless it searches none itself (the lazy one)."""
+        return self
+
     def score_pairs(self, queries: np.ndarray, query_rows: np.ndarray, string_rows: np.ndarray) -> np.ndarray:
         """Inner product of `queries[query_rows[j]]` with the vector of `string_rows[j]` (as `vectors` gives it)."""
         unique, position = np.unique(string_rows, return_inverse=True)

@@ -12,6 +12,7 @@ the mention, which the dense search of a FAISS index can.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -61,6 +62,16 @@ class LazyNameIndex(NameVectors):
         if self._encoder is None:
             self.attach(self._load_encoder())
         return encode_through(self.store, self._encoder.encode, [self.strings[int(row)] for row in rows])
+
+    def searchable(self, device: str | None = None) -> NameVectors:
+        """Every name encoded (those the store lacks, once) and searched exactly (`index.exact`)."""
+        from babelink.index.exact import ExactNameIndex
+
+        missing = len(self) - self.encoded()
+        if missing:
+            print(f"encoding the {missing:,} of {len(self):,} names the vector store lacks, for a search of them all",
+                  file=sys.stderr, flush=True)
+        return ExactNameIndex(self.vectors(np.arange(len(self))), device or "cpu")
 
     @property
     def stores_vectors(self) -> bool:

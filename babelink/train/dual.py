@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from safetensors.torch import load_file, save_file
 
 from babelink.augment import gold_resolver
 from babelink.bundle.store import Bundle
@@ -39,10 +40,13 @@ from babelink.errors import BabelinkError, InvalidInputError
 from babelink.eval.metrics import span_scores
 from babelink.formats.document import Document
 from babelink.fsutil import write_directory
+from babelink.train.lora import LORA_FILE, load_lora_tensors, lora_tensors, merged_encoder, with_lora
 from babelink.train.optim import adamw_with_linear_schedule
 from babelink.train.resume import RESUME_DIR, STATE_FILE, ResumableTrainer, TrainingState, seed_everything
 
 TRAINING_FILE = "training.json"
+#: The model a LoRA run's adapters adapt, written once: its resume point keeps only what trains.
+START_DIR = "start"
 #: Names of a gold concept that count as right in the disambiguation loss.
 NAMES_PER_CONCEPT = 32
 #: Mention thresholds γ and TF-IDF weights w tried on dev at every evaluation.
@@ -69,6 +73,7 @@ class DualTrainingConfig:
     scale: float = 20.0
     warmup_ratio: float = 0.1
     freeze_embeddings: bool = True
+    lora_rank: int = 0  # > 0: the encoder trains low-rank adapters only (`train.lora`), a shippable file
     types: tuple[str, ...] | None = None  # learn only annotations of these types
     max_steps: int | None = None
     max_minutes: float | None = None
@@ -121,15 +126,23 @@ class DualTrainer(ResumableTrainer):
                                     f"build the bundle with a dense index (--retriever dense or hybrid)")
         self.config, self.bundle, self.out = config, bundle, Path(out)
         resume = self.out / RESUME_DIR
+        resuming = (resume / STATE_FILE).is_file()
         seed_everything(config.seed)
-        if not (resume / STATE_FILE).is_file():
-            initial_model(Path(init), bundle, resume, config)
-        self.dual = DualModel(resume, device)
-        if config.freeze_embeddings:
+        # adapters resume on the model they adapt (`START_DIR`); a full fine-tuning from its own weights
+        start = self.out / START_DIR if config.lora_rank else resume
+        if not resuming or not (start / HEAD_FILE).is_file():
+            initial_model(Path(init), bundle, start, config)
+        self.dual = DualModel(start, device)
+        if config.lora_rank:
+            self.dual.model.encoder = with_lora(self.dual.model.encoder, config.lora_rank)
+            if resuming:
+                self._restore_adapters(resume)
+        elif config.freeze_embeddings:
             self.dual.model.encoder.get_input_embeddings().weight.requires_grad_(False)
         self.items, self.batch_size = examples(self.dual, bundle, documents, config.types), config.batch_size
         if not any(example.mentions for example in self.items):
             raise InvalidInputError("no annotation of the training documents names a concept of the bundle's KB")
+        self._dense = bundle.dense.searchable(str(self.dual.device))
         self._names = _names_of_concepts(bundle, {row for e in self.items for *_, rows in e.mentions for row in rows})
         self.optimizer, self.scheduler = adamw_with_linear_schedule(
             self.dual.model, config.learning_rate, config.weight_decay, self.total_steps, config.warmup_ratio,
@@ -169,7 +182,7 @@ class DualTrainer(ResumableTrainer):
 
     def _disambiguation(self, vectors: torch.Tensor, gold: Sequence[tuple[int, ...]],
                         rng: np.random.Generator) -> torch.Tensor:
-        config, names, dense = self.config, self.bundle.names, self.bundle.dense
+        config, names, dense = self.config, self.bundle.names, self._dense
         gold_names = [np.unique(np.concatenate([self._names[row] for row in rows])) for rows in gold]
         found, _ = dense.search(vectors.detach().float().cpu().numpy(),
                                 config.hard_negatives + max(len(g) for g in gold_names))
@@ -178,7 +191,7 @@ class DualTrainer(ResumableTrainer):
         random_rows = rng.integers(0, len(names), size=config.random_negatives * len(gold)).tolist()
         candidates = np.unique(np.concatenate([*gold_names, np.array([r for h in hard for r in h], dtype=np.int64),
                                                np.array(random_rows, dtype=np.int64)]))
-        stored = torch.from_numpy(dense.index.reconstruct_batch(candidates.astype(np.int64))).to(vectors.device)
+        stored = torch.from_numpy(dense.vectors(candidates)).to(vectors.device)
         logits = config.scale * vectors @ stored.T
         named = [set(names.concepts_of(candidate).tolist()) for candidate in candidates.tolist()]
         positive = torch.tensor([[not concepts.isdisjoint(rows) for concepts in named] for rows in gold],
@@ -206,16 +219,34 @@ class DualTrainer(ResumableTrainer):
         return tune_decision(DualLinker(self.dual, self.bundle), self._dev, self.config.types)
 
     def save_model(self, directory: Path, evaluation: tuple | None) -> None:
+        """A dual encoder directory `DualModel` loads; with LoRA, the adapters merged into the
+        encoder and also kept apart in `LORA_FILE` (what an artefact ships, what a resumed run restores)."""
         settings = self.dual.settings
         if evaluation is not None:  # (dev F1, γ, w)
             settings = replace(settings, threshold=evaluation[1], sparse_weight=evaluation[2])
-        save_dual(directory, self.dual.tokenizer, self.dual.model, settings)
+        model = self.dual.model
+        adapted = model.encoder
+        if self.config.lora_rank:
+            save_file(lora_tensors(adapted), str(directory / LORA_FILE))
+            model.encoder = merged_encoder(adapted)  # the same head, over the encoder with its adapters merged
+        try:
+            save_dual(directory, self.dual.tokenizer, model, settings)
+        finally:
+            model.encoder = adapted
         write_settings(directory, TRAINING_FILE, {**asdict(self.config), "steps": self.state.step,
                                                   "seconds": round(self.state.seconds, 1),
                                                   "evaluations": self.state.evaluations})
 
     def data_identity(self) -> dict[str, int]:
         return {"segments": len(self.items)}
+
+    def _restore_adapters(self, resume: Path) -> None:
+        head = {name: tensor for name, tensor in load_file(str(resume / HEAD_FILE)).items()}
+        with torch.no_grad():
+            for name, parameter in self.dual.model.named_parameters():
+                if name in head:
+                    parameter.copy_(head[name])
+        load_lora_tensors(self.dual.model.encoder, load_file(str(resume / LORA_FILE)))
 
 
 def focal_span_loss(logits: torch.Tensor, labels: torch.Tensor, gamma: float = 2.0,
@@ -273,6 +304,17 @@ def _names_of_concepts(bundle: Bundle, concept_rows: set[int]) -> dict[int, np.n
         if len(found[concept]) < NAMES_PER_CONCEPT:
             found[concept].append(string)
     return {row: np.array(rows, dtype=np.int64) for row, rows in found.items()}
+
+
+def link_scores(linker: DualLinker, documents: Sequence[Document]) -> dict:
+    """Strict and partial P/R/F1 (`eval.metrics.span_scores`) of the mentions `linker` links in
+    `documents` against their in-KB gold mentions."""
+    resolve = gold_resolver(linker.kb)
+    gold = [(d.id, a.start, a.end, ids) for d in documents for a in d.annotations
+            for ids in [tuple(c for c in map(resolve, a.concept_ids) if c)] if ids]
+    predicted = [(d.id, m.start, m.end, m.candidates[0].concept_id)
+                 for d in linker.link(documents) for m in d.mentions]
+    return span_scores(predicted, gold)
 
 
 def tune_decision(linker: DualLinker, documents: Sequence[Document], types: Sequence[str] | None = None,

@@ -4,8 +4,9 @@ artefacts from a training pack (`train.pack`) within a time budget.
     python -m babelink.train.job --pack PACK --out OUT [--minutes 8.5] [--device cuda]
 
 Built for a lent GPU (one command of at most 10 minutes, no package registry, 16 MiB per file
-back): it needs torch, transformers, peft, safetensors and numpy, nothing that reads KBs. The
-plan (`PLAN`):
+back): the SAP and student stages need torch, transformers, peft, safetensors and numpy; the
+one-pass stage also reads a KB and documents (pyarrow, scikit-learn, and two pure-Python libraries
+the pack carries as wheels). The plan (`PLAN`):
 
 1. the untrained base, evaluated first: the same-run baseline;
 2. SAP (003 §2) with LoRA on every synonym source and the MUSE translation pairs (001 §2.2) with
@@ -13,7 +14,9 @@ plan (`PLAN`):
    language it never saw;
 3. the same on every language: a research artefact (MUSE is CC BY-NC 4.0);
 4. SAP on the sources a default may be trained on (open-umls synonyms, QUAERO train mentions);
-5. a 3-layer student distilled from 4 (`train.student`), for CPU speed.
+5. a 3-layer student distilled from 4 (`train.student`), for CPU speed;
+6. the one-pass model (004, `train.dual`) from 4 with LoRA on NCBI-disease and BC5CDR train, against
+   a CTD MEDIC bundle built here with 4's encoder, scored end to end on their test sets.
 
 Each training stage keeps its best checkpoint by a dev score (QUAERO, NCBI-disease and BC5CDR
 dev against a sample of their KB, never XL-BEL or Mantra). Stages share the time left after the
@@ -27,9 +30,11 @@ is recorded and the job goes on.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import random
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -43,12 +48,21 @@ import torch
 from safetensors.torch import load_file
 
 from babelink.checkpoint import write_settings
-from babelink.encoders.artefacts import SUFFIX, WORD_EMBEDDINGS, apply_artefact, read_manifest, write_artefact
+from babelink.encoders.artefacts import (
+    DUAL_HEAD,
+    SUFFIX,
+    WORD_EMBEDDINGS,
+    apply_artefact,
+    read_manifest,
+    stacked_lora,
+    write_artefact,
+)
 from babelink.encoders.transformer import SETTINGS_FILE, EncoderSettings, TransformerEncoder, settings_for
 from babelink.fsutil import write_text_atomic
 from babelink.train import pack as packs
+from babelink.train.lora import LORA_FILE
 from babelink.train.pairs import MAX_PAIRS_PER_CONCEPT, PositivePair, positive_pairs
-from babelink.train.sap import LORA_FILE, SapConfig, SapTrainer
+from babelink.train.sap import SapConfig, SapTrainer
 from babelink.train.student import StudentConfig, StudentTrainer
 
 RESULTS = "results.json"
@@ -83,13 +97,34 @@ class StudentStage:
     learning_rate: float = 1e-4
 
 
+@dataclass(frozen=True)
+class DualStage:
+    """The one-pass model (004): `init`'s encoder, adapted by LoRA on the `train` documents to
+    detect and link every mention in one pass against a bundle of `kb` whose names `init` encodes."""
+
+    name: str
+    init: str  # the SAP stage it starts from and links against
+    kb: str
+    train: tuple[str, ...]  # the pack's document sets
+    dev: tuple[str, ...]  # choose the checkpoint, γ and w
+    test: tuple[str, ...]  # scored end to end
+    share: float
+    ship: bool
+    lora_rank: int = 16
+    learning_rate: float = 5e-4
+    head_learning_rate: float = 1e-3
+    batch_size: int = 16
+
+
 EVERY_SOURCE = ("open-umls", "ctd-medic", "quaero-train", "ncbi-train", "bc5cdr-train")
 DEFAULT_SOURCES = ("open-umls", "quaero-train")
 PLAN = (
     SapStage("e5-sap-loo-de-ja", EVERY_SOURCE, True, ("de", "ja"), 0.24, ship=False),
     SapStage("e5-sap-muse", EVERY_SOURCE, True, (), 0.26, ship=True),
     SapStage("e5-sap", DEFAULT_SOURCES, False, (), 0.24, ship=True),
-    StudentStage("e5-sap-student3", "e5-sap", 3, 0.26, ship=True),
+    StudentStage("e5-sap-student3", "e5-sap", 3, 0.22, ship=True),
+    DualStage("e5-sap-dual", "e5-sap", "ctd-medic", ("ncbi-train", "bc5cdr-train"), ("ncbi-dev", "bc5cdr-dev"),
+              ("ncbi-test", "bc5cdr-test"), 0.24, ship=True),
 )
 
 
@@ -254,12 +289,15 @@ class Job:
         if seconds < 10 and self.max_steps is None:
             raise RuntimeError(f"{max(seconds, 0):.0f}s of training left for it within --minutes (a stage's "
                                f"evaluation and export take about {self.overhead:.0f}s)")
-        sap = isinstance(stage, SapStage)
-        trainer = self.sap_trainer(stage, seconds) if sap else self.student_trainer(stage, seconds)
+        sap, dual = isinstance(stage, SapStage), isinstance(stage, DualStage)
+        trainer = (self.sap_trainer(stage, seconds) if sap else self.dual_trainer(stage, seconds) if dual
+                   else self.student_trainer(stage, seconds))
         self.log(f"{stage.name}: {len(trainer.items):,} items, {trainer.total_steps:,} steps in {seconds:.0f}s")
         began = time.monotonic()
         if sap:
             trainer.train(evaluate=self.evaluator.dev_score, eval_every=max(1, trainer.total_steps // 2))
+        elif dual:
+            trainer.train(dev=self.documents(stage.dev))
         else:
             trainer.train()
         trained = time.monotonic() - began
@@ -270,18 +308,44 @@ class Job:
         self.results["stages"][stage.name] = record
         artefact = self.work / (stage.name + SUFFIX)
         self.export(stage, trainer, record, artefact)
+        if dual:
+            self.evaluate_dual(stage, trainer.out, trainer.bundle)
+            self.ship(stage, artefact, record)
+            return
         checkpoint = self.work / f"{stage.name}-applied"
         apply_artefact(artefact, self.base, self.manifest["base"]["sha256"], checkpoint)
         self.checkpoints[stage.name] = checkpoint
         self.evaluate(stage.name, checkpoint)
+        self.ship(stage, artefact, record)
+        del trainer
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
+
+    def ship(self, stage, artefact: Path, record: dict) -> None:
+        """Copy a shipped stage's artefact to OUT with its evaluation in the manifest."""
         if stage.ship:
             manifest = read_manifest(artefact)
             manifest["evaluation"] = self.results["evaluation"][stage.name]
             write_artefact(self.out / artefact.name, manifest, load_file(str(artefact)))
             record["artefact"] = artefact.name
-        del trainer
-        if self.device.type == "cuda":
-            torch.cuda.empty_cache()
+
+    def documents(self, keys: tuple[str, ...]) -> list:
+        return [document for key in keys for document in packs.read_pack_documents(self.pack,
+                                                                                    self.manifest["documents"][key])]
+
+    def evaluate_dual(self, stage: DualStage, model_dir: Path, bundle) -> None:
+        """End-to-end strict and partial P/R/F1 of the one-pass model on each test set."""
+        from babelink.dual.linker import DualLinker
+        from babelink.dual.model import DualModel
+        from babelink.train.dual import link_scores
+
+        began = time.monotonic()
+        linker = DualLinker(DualModel(model_dir, str(self.device)), bundle)
+        self.results["evaluation"][stage.name] = evaluation = {key: link_scores(linker, self.documents((key,)))
+                                                               for key in stage.test}
+        headline = {key: round(value["strict"]["f1"], 4) for key, value in evaluation.items()}
+        self.log(f"evaluated {stage.name} in {time.monotonic() - began:.1f}s: strict F1 {headline}")
+        self.save()
 
     def steps(self, kind: str, seconds: float, probe) -> int:
         """Steps that fit `seconds`, from a rate measured once per trainer kind (`probe()` builds a
@@ -322,6 +386,35 @@ class Job:
                                                                       config(20), device=str(self.device)))
         return StudentTrainer(teacher, names, self.work / stage.name, config(steps), device=str(self.device))
 
+    def dual_trainer(self, stage: DualStage, seconds: float):
+        """A trainer against a lazy bundle of `stage.kb` built here with `stage.init`'s encoder: its
+        names are encoded once, on this device, and searched exactly (`index.exact`)."""
+        install_wheels(self.pack, self.manifest, self.work / "wheels")
+        from babelink.bundle.store import build_bundle, load_bundle
+        from babelink.index.dense import DenseParams
+        from babelink.kb.readers import read_kb
+        from babelink.train.dual import DualTrainer, DualTrainingConfig
+
+        init = self.checkpoints[stage.init]
+        if not hasattr(self, "bundles"):
+            self.bundles: dict[tuple[str, str], object] = {}
+        if (stage.kb, stage.init) not in self.bundles:
+            kb = read_kb(self.pack / self.manifest["kb"][stage.kb]["file"])
+            self.bundles[stage.kb, stage.init] = load_bundle(build_bundle(
+                kb, self.work / f"bundle-{stage.kb}-{stage.init}", retriever="hybrid", encoder=init,
+                dense_params=DenseParams(kind="lazy")))
+        bundle, documents = self.bundles[stage.kb, stage.init], self.documents(stage.train)
+
+        def config(steps: int) -> DualTrainingConfig:
+            return DualTrainingConfig(learning_rate=stage.learning_rate, head_learning_rate=stage.head_learning_rate,
+                                      batch_size=stage.batch_size, lora_rank=stage.lora_rank, max_steps=steps,
+                                      max_minutes=seconds / 60 if steps > 20 else None, epochs=10**6,
+                                      eval_every=max(1, steps // 2), checkpoint_every=10**9)
+
+        steps = self.steps("dual", seconds, lambda: DualTrainer(init, bundle, documents, self.work / "probe-dual",
+                                                                config(20), device=str(self.device)))
+        return DualTrainer(init, bundle, documents, self.work / stage.name, config(steps), device=str(self.device))
+
     def sap_pairs(self, stage: SapStage) -> list[PositivePair]:
         hold_out = set(stage.hold_out)
         names = [(name, f"{entry['kb']}:{concept}")
@@ -337,7 +430,10 @@ class Job:
 
     def export(self, stage, trainer, record: dict, path: Path) -> None:
         trained = trainer.out
-        settings = json.loads((trained / "babelink_encoder.json").read_text())
+        dual = isinstance(stage, DualStage)
+        # a one-pass model encodes names as the encoder it links against does
+        settings = read_manifest(self.work / (stage.init + SUFFIX))["settings"] if dual else json.loads(
+            (trained / SETTINGS_FILE).read_text())
         sources = self.sources_of(stage)
         manifest = {"name": stage.name, "base": {k: self.manifest["base"][k] for k in ("name", "sha256")},
                     "settings": settings,
@@ -349,6 +445,15 @@ class Job:
                                  "commit": self.manifest["commit"], "pack_created": self.manifest["created"]}}
         if isinstance(stage, SapStage):
             write_artefact(path, {**manifest, "kind": "lora"}, load_file(str(trained / LORA_FILE)))
+        elif dual:  # the init's adapters and the stage's, one LoRA of their summed ranks, and the head
+            from babelink.dual.model import HEAD_FILE
+            from babelink.dual.model import SETTINGS_FILE as DUAL_SETTINGS_FILE
+
+            tensors = stacked_lora(load_file(str(self.work / (stage.init + SUFFIX))),
+                                   load_file(str(trained / LORA_FILE)))
+            tensors |= {DUAL_HEAD + name: tensor for name, tensor in load_file(str(trained / HEAD_FILE)).items()}
+            write_artefact(path, {**manifest, "kind": "dual", "entity_encoder": stage.init,
+                                  "dual": json.loads((trained / DUAL_SETTINGS_FILE).read_text())}, tensors)
         else:
             state = load_file(str(trained / "model.safetensors"))
             base = load_file(str(self.base / "model.safetensors"))
@@ -360,8 +465,23 @@ class Job:
     def sources_of(self, stage) -> list[str]:
         if isinstance(stage, StudentStage):
             return self.sources_of(next(s for s in self.plan if s.name == stage.teacher))
+        if isinstance(stage, DualStage):
+            documents = {self.manifest["documents"][key]["source"] for key in stage.train + stage.dev}
+            kb = {self.manifest["kb"][stage.kb]["source"]}
+            return sorted(set(self.sources_of(next(s for s in self.plan if s.name == stage.init))) | documents | kb)
         named = {self.manifest["names"][key]["source"] for key in stage.names}
         return sorted(named | ({"muse"} if stage.translations and self.manifest["pairs"] else set()))
+
+
+def install_wheels(pack: Path, manifest: dict, target: Path) -> None:
+    """Make the pack's wheels importable where their libraries are missing (a bare GPU machine)."""
+    missing = [wheel for wheel in manifest.get("wheels", ())
+               if importlib.util.find_spec(Path(wheel).name.split("-")[0]) is None]
+    if missing:
+        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-index", "--no-deps", "--target",
+                        str(target), *(str(pack / wheel) for wheel in missing)], check=True)
+        sys.path.insert(0, str(target))
+        importlib.invalidate_caches()
 
 
 def _device_name(device: torch.device) -> str:

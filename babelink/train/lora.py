@@ -9,13 +9,19 @@ Adapters leave here as plain tensors, `<module>.lora_A` (rank × in) and `<modul
 
 from __future__ import annotations
 
+import copy
+
 import torch
 
 from babelink.encoders.artefacts import LORA_A, LORA_B, merge_lora
 from babelink.errors import BabelinkError
 
-#: Every linear layer of a BERT-style encoder: attention projections and both feed-forward layers.
-TARGET_MODULES = ("query", "key", "value", "dense")
+#: The adapters beside a trained checkpoint's merged weights: what an artefact ships, what a resumed run restores.
+LORA_FILE = "lora_adapters.safetensors"
+
+#: Every linear layer of a BERT-style encoder's layers: attention projections and both feed-forward
+#: layers; not the pooler a checkpoint may carry, which nothing of babelink reads.
+TARGET_MODULES = r"encoder\.layer\.\d+\..*\.(query|key|value|dense)"
 
 
 def with_lora(model: torch.nn.Module, rank: int, alpha: float | None = None):
@@ -25,7 +31,7 @@ def with_lora(model: torch.nn.Module, rank: int, alpha: float | None = None):
         from peft import LoraConfig, get_peft_model
     except ImportError:
         raise BabelinkError("LoRA training needs peft, a dependency of babelink: reinstall babelink") from None
-    config = LoraConfig(r=rank, lora_alpha=alpha or 2 * rank, target_modules=list(TARGET_MODULES), lora_dropout=0.0,
+    config = LoraConfig(r=rank, lora_alpha=alpha or 2 * rank, target_modules=TARGET_MODULES, lora_dropout=0.0,
                         bias="none")
     return get_peft_model(model, config)
 
@@ -57,6 +63,11 @@ def load_lora_tensors(peft_model, tensors: dict[str, torch.Tensor]) -> None:
         for name, layer in layers.items():
             layer.lora_A["default"].weight.copy_(tensors[name + LORA_A])
             layer.lora_B["default"].weight.copy_(tensors[name + LORA_B] / layer.scaling["default"])
+
+
+def merged_encoder(peft_model) -> torch.nn.Module:
+    """A plain copy of the adapted model with its adapters merged in (what `save_pretrained` writes as a checkpoint)."""
+    return copy.deepcopy(peft_model).merge_and_unload()
 
 
 def merged_state(peft_model) -> dict[str, torch.Tensor]:

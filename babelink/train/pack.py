@@ -7,11 +7,16 @@ enough to send to a lent GPU (at most 60 MiB), built here on the CPU.
   mentions under the KB ids their gold resolves to;
 - `pairs/<lang>.tsv.gz`: `english, foreign` translation pairs (001 §2.2);
 - `eval/<set>.tsv.gz`: `lang, mention, gold ids (|-joined)` queries, in-KB only;
+- `kb/<kb>/<file>` and `documents/<set>/<file>`: a KB and annotated documents as their sources
+  ship them (CTD MEDIC; NCBI-disease and BC5CDR in PubTator), for the one-pass model (004), which
+  learns from whole documents and links against a bundle the job builds with babelink's own
+  readers, so that it trains on what `train dual` would read;
 - `pack.json`: what each file is, its KB, rows and licence, the base's SHA-256, the commit.
 
-Every string is stored as the library encodes it (`text.normalize_name`), so the job needs
-neither OpenCC nor any reader, and scores what `normalize` would be given. The pack is checked
-before it is written: the pruned tokenizer must segment every string as the full one does.
+Names, pairs and queries are stored as the library encodes them (`text.normalize_name`), so the
+SAP stages need neither OpenCC nor any reader, and score what `normalize` would be given. The
+pack is checked before it is written: the pruned tokenizer must segment every string, and every
+word of the documents, as the full one does.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from babelink.text import normalize_name
 MANIFEST = "pack.json"
 BASE_FILE = "base/e5.bin"
 LIMIT_BYTES = 60 * 2**20
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 #: Terms of each source of the shared benchmark data (its README), and whether a model trained on
 #: it may become the default: anything non-commercial or research-only is an opt-in.
@@ -67,11 +72,26 @@ class EvalSource:
     queries: list[NormalizationQuery]
 
 
+@dataclass(frozen=True)
+class DocumentSource:
+    """Annotated documents of one split, in a format `formats.read_documents` reads, whose gold
+    ids are `kb`'s; `types`: the annotation types the corpus is scored on (None: all)."""
+
+    kb: str
+    licence_of: str
+    path: Path
+    lang: str
+    types: tuple[str, ...] | None = None
+
+
 @dataclass
 class PackSources:
     names: dict[str, NameSource] = field(default_factory=dict)
     pairs: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # lang -> (english, foreign)
     evaluations: dict[str, EvalSource] = field(default_factory=dict)
+    kb_files: dict[str, tuple[Path, str]] = field(default_factory=dict)  # KB name -> its source file, licence key
+    documents: dict[str, DocumentSource] = field(default_factory=dict)
+    wheels: list[Path] = field(default_factory=list)  # pure-Python dependencies a bare GPU machine lacks
 
 
 def kb_names(kb: KnowledgeBase) -> list[tuple[str, str, str]]:
@@ -104,7 +124,8 @@ def build_pack(sources: PackSources, out: Path, model_file: Path, checkpoint: Pa
                    for key, source in sources.evaluations.items()}
     strings = sorted({row[2] for rows in names.values() for row in rows}
                      | {text for rows in pairs.values() for row in rows for text in row}
-                     | {row[1] for rows in evaluations.values() for row in rows})
+                     | {row[1] for rows in evaluations.values() for row in rows}
+                     | _document_words(source.path for source in sources.documents.values()))
     settings = EncoderSettings(**E5_SETTINGS)
     full_ids = _token_ids(_tokenizer_at(checkpoint), strings, settings)
     scratch = staging_directory(out)
@@ -143,6 +164,17 @@ def build_pack(sources: PackSources, out: Path, model_file: Path, checkpoint: Pa
         files[path] = _tsv(rows)
         manifest["eval"][key] = {"file": path, "kb": sources.evaluations[key].kb, "rows": len(rows),
                                  "languages": sorted({row[0] for row in rows})}
+    for kb, (path, licence_of) in sources.kb_files.items():
+        files[f"kb/{kb}/{path.name}"] = path.read_bytes()
+        manifest.setdefault("kb", {})[kb] = {"file": f"kb/{kb}/{path.name}", "source": licence_of}
+    for key, source in sources.documents.items():
+        files[f"documents/{key}/{source.path.name}"] = source.path.read_bytes()
+        manifest.setdefault("documents", {})[key] = {
+            "file": f"documents/{key}/{source.path.name}", "kb": source.kb, "source": source.licence_of,
+            "lang": source.lang, "types": list(source.types) if source.types else None}
+    for wheel in sources.wheels:
+        files[f"wheels/{wheel.name}"] = wheel.read_bytes()
+    manifest["wheels"] = [f"wheels/{wheel.name}" for wheel in sources.wheels]
     total = sum(map(len, files.values()))
     if total > limit_bytes:
         largest = ", ".join(f"{name} {len(data) / 2**20:.1f} MiB" for name, data in
@@ -160,6 +192,26 @@ def build_pack(sources: PackSources, out: Path, model_file: Path, checkpoint: Pa
     out.parent.mkdir(parents=True, exist_ok=True)
     write_directory(out, write)
     return manifest
+
+
+def _document_words(paths: Iterable[Path]) -> set[str]:
+    """Every word of the documents as the one-pass model reads them (`detect.tokenize`, a segment's words)."""
+    from babelink.detect.tokenize import tokenize
+    from babelink.formats import read_documents
+
+    return {token.text for path in paths for document in read_documents(path) for token in tokenize(document.text)}
+
+
+def read_pack_documents(pack: Path, entry: dict) -> list:
+    """A pack's documents as `train dual` reads them: annotations of the scored types only, the corpus's language."""
+    from dataclasses import replace
+
+    from babelink.formats import read_documents
+
+    types = entry["types"]
+    return [replace(document, lang=document.lang or entry["lang"],
+                    annotations=tuple(a for a in document.annotations if types is None or a.type in types))
+            for document in read_documents(Path(pack) / entry["file"])]
 
 
 def _distinct(rows: Iterable[tuple]) -> list[tuple]:
@@ -246,6 +298,14 @@ def shared_sources(data: Path) -> PackSources:
            "bc5cdr-dev": ("ctd-medic", "en", benchmark.bc5cdr_set(data, medic, "dev"))}
     for key, (kb, lang, queries) in dev.items():
         sources.evaluations[key] = EvalSource(kb, [_with_lang(q, lang) for q in queries.queries])
+    sources.kb_files["ctd-medic"] = (data / "kb" / "ctd-medic" / "CTD_diseases.tsv.gz", "ctd-medic")
+    corpora = {"ncbi": ("ncbi-disease", "ncbi_disease/NCBI{}_corpus.txt", ("trainset", "developset", "testset"), None),
+               "bc5cdr": ("bc5cdr", "bc5cdr/CDR_{}.PubTator.txt", ("TrainingSet", "DevelopmentSet", "TestSet"),
+                          ("Disease",))}
+    for corpus, (source, pattern, splits, types) in corpora.items():
+        for split, name in zip(("train", "dev", "test"), splits):
+            sources.documents[f"{corpus}-{split}"] = DocumentSource("ctd-medic", source,
+                                                                    data / "bench" / pattern.format(name), "en", types)
     return sources
 
 

@@ -28,14 +28,13 @@ from safetensors.torch import load_file, save_file
 from babelink.checkpoint import write_settings
 from babelink.encoders.transformer import SETTINGS_FILE, EncoderSettings, TransformerEncoder
 from babelink.errors import BabelinkError
-from babelink.train.lora import load_lora_tensors, lora_tensors, merged_state, with_lora
+from babelink.train.lora import LORA_FILE, load_lora_tensors, lora_tensors, merged_state, with_lora
 from babelink.train.losses import hard_pairs, multi_similarity_loss
 from babelink.train.optim import adamw_with_linear_schedule
 from babelink.train.pairs import PositivePair
 from babelink.train.resume import RESUME_DIR, STATE_FILE, ScaledTrainer, TrainingState, seed_everything
 
 CONFIG_FILE = "sap_config.json"
-LORA_FILE = "lora_adapters.safetensors"
 
 
 @dataclass(frozen=True)

