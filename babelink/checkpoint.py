@@ -56,10 +56,13 @@ def inference_device(device: str | None = None):
     return torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
 
 
-def cpu_autocast_dtype(device):
-    """bf16 on CPUs that compute it natively (3× faster there than fp32), else None: full precision."""
+def autocast_dtype(device):
+    """bf16 on GPUs that support it and on CPUs that compute it natively (3× faster there than
+    fp32), else None: full precision."""
     import torch
 
+    if device.type == "cuda":
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else None
     return (
         torch.bfloat16
         if device.type == "cpu" and cpu_has_native_bf16() and torch.backends.mkldnn.is_available()
@@ -68,12 +71,16 @@ def cpu_autocast_dtype(device):
 
 
 def cpu_has_native_bf16() -> bool:
-    """bf16 autocast is 3× faster than fp32 on CPUs with AVX512-BF16/AMX and slower on the rest."""
+    """bf16 autocast is 3× faster than fp32 on CPUs with AVX512-BF16/AMX and slower on the rest,
+    including such a CPU whose kernels torch is told to cap at AVX2 (`ATEN_CPU_CAPABILITY=avx2`)."""
+    import torch
+
     try:
         flags = Path("/proc/cpuinfo").read_text()
     except OSError:
         return False
-    return " avx512_bf16" in flags or " amx_bf16" in flags
+    capped = not torch.backends.cpu.get_cpu_capability().startswith("AVX512")
+    return not capped and (" avx512_bf16" in flags or " amx_bf16" in flags)
 
 
 def load_pretrained(path: str | Path, auto_class=None, fresh: frozenset[str] = frozenset({"pooler"}), **options):

@@ -28,14 +28,24 @@ def shared_path(spec: str | Path) -> str:
 
 def machine() -> str:
     """The CPU, whether it computes bf16 natively (the same model name hides both kinds, and every
-    encoder speed differs about threefold between them), cores, memory and Python."""
+    encoder speed differs about threefold between them), the widest vector kernels torch and oneDNN
+    use when capped below the CPU's (`ATEN_CPU_CAPABILITY`, `ONEDNN_MAX_CPU_ISA`: an AVX2 machine
+    emulated), cores, memory and Python."""
+    import os
+
+    import torch
+
     from babelink.checkpoint import cpu_has_native_bf16
 
     model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                   if line.startswith("model name")), platform.processor())
-    bf16 = "native bf16" if cpu_has_native_bf16() else "no native bf16"
+    notes = ["native bf16" if cpu_has_native_bf16() else "no native bf16"]
+    if os.environ.get("ATEN_CPU_CAPABILITY") or os.environ.get("ONEDNN_MAX_CPU_ISA"):
+        notes.append(f"kernels capped at {torch.backends.cpu.get_cpu_capability()} "
+                     f"(oneDNN {os.environ.get('ONEDNN_MAX_CPU_ISA', 'uncapped')}) on a CPU with "
+                     f"{'AVX-512' if ' avx512f' in Path('/proc/cpuinfo').read_text() else 'AVX2'}")
     memory = int(Path("/proc/meminfo").read_text().split()[1]) / 1024**2
-    return (f"{model} ({bf16}), {multiprocessing.cpu_count()} cores, {memory:.0f} GiB, "
+    return (f"{model} ({', '.join(notes)}), {multiprocessing.cpu_count()} cores, {memory:.0f} GiB, "
             f"Python {platform.python_version()}")
 
 

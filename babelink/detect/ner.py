@@ -23,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from babelink.checkpoint import cpu_autocast_dtype, inference_device, load_with_head, read_settings, save_with_head
+from babelink.checkpoint import autocast_dtype, inference_device, load_with_head, read_settings, save_with_head
 from babelink.detect.crf import CRF, bio_constraints
 from babelink.detect.tokenize import Token, joinable, tokenize
 
@@ -88,7 +88,7 @@ class NerDetector:
         self.tokenizer, self.model = load_with_head(
             self.path, lambda encoder: NerTagger(encoder, self.settings.labels), HEAD_FILE, "NER model")
         self.model.to(self.device).eval()
-        self._autocast = cpu_autocast_dtype(self.device)
+        self._autocast = autocast_dtype(self.device)
 
     def detect(self, texts: Sequence[str]) -> list[list[tuple[int, int]]]:
         return [[(start, end) for start, end, _ in found] for found in self.entities(texts)]

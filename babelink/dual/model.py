@@ -26,7 +26,7 @@ from pathlib import Path
 
 import torch
 
-from babelink.checkpoint import cpu_autocast_dtype, inference_device, load_with_head, read_settings, save_with_head
+from babelink.checkpoint import autocast_dtype, inference_device, load_with_head, read_settings, save_with_head
 from babelink.detect.ner import first_pieces, subword_windows
 from babelink.detect.tokenize import Token
 from babelink.dual.spans import boundary_pooled, enumerate_spans, mean_pooled, span_logits
@@ -113,7 +113,7 @@ class DualModel:
         self.device = inference_device(device)
         self.tokenizer, self.model = load_with_head(self.path, DualEncoder, HEAD_FILE, "dual encoder")
         self.model.to(self.device).eval()
-        self._autocast = cpu_autocast_dtype(self.device)
+        self._autocast = autocast_dtype(self.device)
 
     def check_bundle(self, bundle) -> None:
         """Refuse a bundle whose name vectors come from another encoder than the one this model was

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from babelink.checkpoint import cpu_autocast_dtype, inference_device, read_json_object
+from babelink.checkpoint import autocast_dtype, inference_device, read_json_object
 from babelink.errors import BabelinkError
 
 #: Optional file in a checkpoint directory giving its `EncoderSettings` (written by `babelink train`).
@@ -95,7 +95,7 @@ class TransformerEncoder:
         if precision == "int8":
             raise BabelinkError("int8 encoding runs in ONNX Runtime: open the encoder with runtime='onnx'")
         if precision == "auto":
-            return torch.float16 if self.device.type == "cuda" else cpu_autocast_dtype(self.device)
+            return torch.float16 if self.device.type == "cuda" else autocast_dtype(self.device)
         return {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
 
     @property

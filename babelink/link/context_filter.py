@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from babelink.checkpoint import cpu_autocast_dtype, inference_device, load_pretrained, read_settings, write_settings
+from babelink.checkpoint import autocast_dtype, inference_device, load_pretrained, read_settings, write_settings
 from babelink.detect.tokenize import tokenize
 from babelink.errors import BabelinkError
 
@@ -72,7 +72,7 @@ class ContextFilter:
         except (OSError, ValueError) as error:
             raise BabelinkError(f"{self.path}: cannot load the filter checkpoint: {error}") from None
         self.model.to(self.device).eval()
-        self._autocast = cpu_autocast_dtype(self.device)
+        self._autocast = autocast_dtype(self.device)
 
     def probabilities(self, windows: Sequence[str], concept_names: Sequence[str]) -> np.ndarray:
         """P(relevant) for each (window, concept name) pair, batched by length."""
