@@ -112,9 +112,12 @@ class DualLinker:
             for document, found in zip(documents, self.ranked(self.span_hits(documents, self.threshold),
                                                               len(documents)))]
 
-    def span_hits(self, documents: Sequence[Document], threshold: float) -> list[SpanHit]:
+    def span_hits(self, documents: Sequence[Document], threshold: float,
+                  max_hits: int | None = None) -> list[SpanHit] | None:
         """Every span with p(m) above `threshold`, one encoder pass per segment (dev tuning reads
-        them once and ranks them for several fusion weights)."""
+        them once and ranks them for several fusion weights); None as soon as there are more than
+        `max_hits` (a barely trained model finds most spans above a low threshold: millions on a
+        dev set, each with its vector)."""
         hits: list[SpanHit] = []
         for batch in self._batches(document_segments(self.model, documents)):
             with torch.inference_mode():
@@ -130,6 +133,8 @@ class DualLinker:
                 start, end = segment.tokens[a].start, segment.tokens[b].end
                 text = segment.text[start:end]
                 hits.append(SpanHit(segment.document, segment.offset + start, text, segment.text, p_mention, vector))
+            if max_hits is not None and len(hits) > max_hits:
+                return None
         return hits
 
     def ranked(self, hits: Sequence[SpanHit], documents: int,

@@ -237,6 +237,21 @@ def test_the_tf_idf_weight_links_a_span_by_its_own_text_and_defined_abbreviation
     assert answers[0][0].sparse_score == pytest.approx(1.0)
 
 
+def test_dev_tuning_skips_thresholds_that_most_spans_clear(untrained, bundle, monkeypatch):
+    """An early checkpoint finds nearly every span a mention: millions of vectors on a dev set."""
+    from babelink.train import dual as dual_training
+
+    even = copy.deepcopy(untrained)
+    with torch.no_grad():
+        even.model.span_bias.fill_(0.0)  # p(m) = 0.5 for every span
+    linker = DualLinker(even, bundle)
+    every = linker.span_hits(DOCUMENTS, 0.0)
+    assert len(every) > 2 * len(DOCUMENTS) and linker.span_hits(DOCUMENTS, 0.0, max_hits=len(every) - 1) is None
+    monkeypatch.setattr(dual_training, "MAX_HITS_PER_DOCUMENT", 2)
+    f1, threshold, _ = dual_training.tune_decision(linker, DOCUMENTS)
+    assert threshold >= 0.5 and f1 == 0.0  # no span lies above 0.5; every lower threshold has too many
+
+
 def test_the_span_pipeline_has_no_one_pass_disambiguation(bundle):
     with pytest.raises(InvalidInputError, match="dual encoder"):
         Linker(bundle).disambiguate(DOCUMENTS[:1])
