@@ -21,6 +21,7 @@ import torch
 from report import arguments, cached_bundle, commit, machine, publish
 
 from babelink.bundle.store import load_bundle
+from babelink.checkpoint import cpu_has_native_bf16
 from babelink.encoders import encoder_from_manifest
 from babelink.eval import benchmark
 from babelink.formats.xlbel import read_xlbel
@@ -113,7 +114,8 @@ def main() -> None:
         "|---|---:|---:|",
         f"| hybrid, encoder fp32 (baseline) | {baseline:,.0f} | 1.00 |",
         (
-            f"| hybrid, default (bf16 autocast on this CPU, length-sorted batches) | {default_rate:,.0f} | "
+            f"| hybrid, default ({'bf16 autocast' if cpu_has_native_bf16() else 'fp32'} on this CPU, "
+            f"length-sorted batches) | {default_rate:,.0f} | "
             f"{default_rate / baseline:.2f} |"
         ),
         f"| hybrid, default, mentions seen before (encoder cache) | {warm_rate:,.0f} | {warm_rate / baseline:.2f} |",
