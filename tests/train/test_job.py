@@ -228,3 +228,30 @@ def test_a_packaged_one_pass_model_is_a_model_name(tiny_pack, tmp_path, monkeypa
     other = build_bundle(kb, tmp_path / "other", encoder="default", dense_params=DenseParams(kind="lazy"))
     with pytest.raises(BabelinkError, match="trained against 'sap'"):
         Linker.open(other, model="dual")
+
+
+def test_the_packs_wheels_are_installed_where_their_library_is_missing(tmp_path, monkeypatch):
+    import zipfile
+
+    from babelink.train.job import install_wheels
+
+    name = "babelink_test_only_library"
+    wheel = tmp_path / "pack" / "wheels" / f"{name}-0.1-py3-none-any.whl"
+    wheel.parent.mkdir(parents=True)
+    info = f"{name}-0.1.dist-info"
+    files = {f"{name}/__init__.py": "ANSWER = 42\n",
+             f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n",
+             f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+    files[f"{info}/RECORD"] = "".join(f"{path},,\n" for path in files) + f"{info}/RECORD,,\n"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for path, text in files.items():
+            archive.writestr(path, text)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    manifest = {"wheels": [f"wheels/{wheel.name}"]}
+    install_wheels(tmp_path / "pack", manifest, tmp_path / "target")
+    import importlib
+
+    assert importlib.import_module(name).ANSWER == 42
+    sys.modules.pop(name)
+    install_wheels(tmp_path / "pack", manifest, tmp_path / "again")  # importable now: nothing installed
+    assert not (tmp_path / "again").exists()
