@@ -38,6 +38,7 @@ class LazyNameIndex(NameVectors):
         self.encoder_entry, self.dimension = encoder_entry, int(encoder_entry["dimension"])
         self._load_encoder = load_encoder
         self._encoder: Encoder | None = None
+        self._searchable: dict[str, NameVectors] = {}
 
     def __len__(self) -> int:
         return len(self.strings)
@@ -64,14 +65,18 @@ class LazyNameIndex(NameVectors):
         return encode_through(self.store, self._encoder.encode, [self.strings[int(row)] for row in rows])
 
     def searchable(self, device: str | None = None) -> NameVectors:
-        """Every name encoded (those the store lacks, once) and searched exactly (`index.exact`)."""
+        """Every name encoded (those the store lacks, once) and searched exactly (`index.exact`);
+        built once per device, however many linkers ask."""
         from babelink.index.exact import ExactNameIndex
 
-        missing = len(self) - self.encoded()
-        if missing:
-            print(f"encoding the {missing:,} of {len(self):,} names the vector store lacks, for a search of them all",
-                  file=sys.stderr, flush=True)
-        return ExactNameIndex(self.vectors(np.arange(len(self))), device or "cpu")
+        device = device or "cpu"
+        if device not in self._searchable:
+            missing = len(self) - self.encoded()
+            if missing:
+                print(f"encoding the {missing:,} of {len(self):,} names the vector store lacks, for a search of "
+                      "them all", file=sys.stderr, flush=True)
+            self._searchable[device] = ExactNameIndex(self.vectors(np.arange(len(self))), device)
+        return self._searchable[device]
 
     @property
     def stores_vectors(self) -> bool:

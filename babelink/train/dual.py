@@ -244,11 +244,7 @@ class DualTrainer(ResumableTrainer):
         return {"segments": len(self.items)}
 
     def _restore_adapters(self, resume: Path) -> None:
-        head = {name: tensor for name, tensor in load_file(str(resume / HEAD_FILE)).items()}
-        with torch.no_grad():
-            for name, parameter in self.dual.model.named_parameters():
-                if name in head:
-                    parameter.copy_(head[name])
+        self.dual.model.load_state_dict(load_file(str(resume / HEAD_FILE)), strict=False)
         load_lora_tensors(self.dual.model.encoder, load_file(str(resume / LORA_FILE)))
 
 
@@ -312,12 +308,18 @@ def _names_of_concepts(bundle: Bundle, concept_rows: set[int]) -> dict[int, np.n
 def link_scores(linker: DualLinker, documents: Sequence[Document]) -> dict:
     """Strict and partial P/R/F1 (`eval.metrics.span_scores`) of the mentions `linker` links in
     `documents` against their in-KB gold mentions."""
-    resolve = gold_resolver(linker.kb)
-    gold = [(d.id, a.start, a.end, ids) for d in documents for a in d.annotations
-            for ids in [tuple(c for c in map(resolve, a.concept_ids) if c)] if ids]
     predicted = [(d.id, m.start, m.end, m.candidates[0].concept_id)
                  for d in linker.link(documents) for m in d.mentions]
-    return span_scores(predicted, gold)
+    return span_scores(predicted, _in_kb_gold(linker, documents))
+
+
+def _in_kb_gold(linker: DualLinker, documents: Sequence[Document],
+                types: Sequence[str] | None = None) -> list[tuple[str, int, int, tuple[str, ...]]]:
+    """(doc id, start, end, KB ids) of the documents' annotations (of `types`) naming a KB concept."""
+    resolve = gold_resolver(linker.kb)
+    gold = [(d.id, a.start, a.end, tuple(c for c in map(resolve, a.concept_ids) if c))
+            for d in documents for a in d.annotations if types is None or a.type in types]
+    return [g for g in gold if g[3]]
 
 
 def tune_decision(linker: DualLinker, documents: Sequence[Document], types: Sequence[str] | None = None,
@@ -327,10 +329,7 @@ def tune_decision(linker: DualLinker, documents: Sequence[Document], types: Sequ
     goes to the smaller w (no TF-IDF search per span at w = 0). Thresholds above which more than
     `MAX_HITS_PER_DOCUMENT` spans per document lie are not tried: scoring starts at the lowest
     other (an early checkpoint that finds most spans likely mentions)."""
-    resolve = gold_resolver(linker.kb)
-    gold = [(d.id, a.start, a.end, tuple(c for c in map(resolve, a.concept_ids) if c))
-            for d in documents for a in d.annotations if types is None or a.type in types]
-    gold = [g for g in gold if g[3]]
+    gold = _in_kb_gold(linker, documents, types)
     for floor in THRESHOLDS:
         hits = linker.span_hits(documents, floor, MAX_HITS_PER_DOCUMENT * max(len(documents), 1))
         if hits is not None:

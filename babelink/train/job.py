@@ -398,14 +398,10 @@ class Job:
         from babelink.train.dual import DualTrainer, DualTrainingConfig
 
         init = self.checkpoints[stage.init]
-        if not hasattr(self, "bundles"):
-            self.bundles: dict[tuple[str, str], object] = {}
-        if (stage.kb, stage.init) not in self.bundles:
-            kb = read_kb(self.pack / self.manifest["kb"][stage.kb]["file"])
-            self.bundles[stage.kb, stage.init] = load_bundle(build_bundle(
-                kb, self.work / f"bundle-{stage.kb}-{stage.init}", retriever="hybrid", encoder=init,
-                dense_params=DenseParams(kind="lazy")))
-        bundle, documents = self.bundles[stage.kb, stage.init], self.documents(stage.train)
+        kb = read_kb(self.pack / self.manifest["kb"][stage.kb]["file"])
+        bundle = load_bundle(build_bundle(kb, self.work / f"bundle-{stage.name}", retriever="hybrid", encoder=init,
+                                          dense_params=DenseParams(kind="lazy")))
+        documents = self.documents(stage.train)
 
         def config(steps: int) -> DualTrainingConfig:
             return DualTrainingConfig(learning_rate=stage.learning_rate, head_learning_rate=stage.head_learning_rate,
