@@ -35,6 +35,7 @@ from babelink.encoders.cache import CachedEncoder
 from babelink.encoders.vector_store import VectorStore, store_directory
 from babelink.errors import BabelinkError, BundleError
 from babelink.fsutil import replace_directory, staging_directory
+from babelink.index.approximate import ApproximateNames
 from babelink.index.dense import (
     DenseNameIndex,
     DenseParams,
@@ -42,9 +43,8 @@ from babelink.index.dense import (
     StoredNameVectors,
     embed_strings,
     read_params,
-    save_params,
 )
-from babelink.index.lazy import LazyNameIndex
+from babelink.index.lazy import LazyNameIndex, write_lazy_index
 from babelink.index.names import NameTable
 from babelink.index.sparse import TfidfNameIndex, TfidfParams
 from babelink.kb.base import KnowledgeBase
@@ -265,8 +265,7 @@ def _write_indexes(kb, directory: Path, sparse_params, encoder, dense_params, pr
     if encoder is not None:
         (directory / "dense").mkdir()
         if dense_params.kind == "lazy":  # names are encoded on first need (`index.lazy`)
-            files.append(save_params(dense_params, directory / "dense"))
-            return files, names
+            return files + write_lazy_index(dense_params, encoder, names.strings, directory / "dense", progress), names
         tick = (lambda done: progress("encoding names", done, len(names))) if progress else None
         vectors = embed_strings(encoder.encode, names.strings, progress=tick)
         files += DenseNameIndex.build(vectors, dense_params).save(directory / "dense")
@@ -394,4 +393,5 @@ def _load_dense(path: Path, entry: dict, names: NameTable) -> NameVectors:
     if params.kind != "lazy":
         return DenseNameIndex.load(path / "dense")
     store = VectorStore(store_directory(entry), int(entry["dimension"]))
-    return LazyNameIndex(params, names.strings, entry, store, lambda: encoder_from_manifest(entry, path))
+    return LazyNameIndex(params, names.strings, entry, store, lambda: encoder_from_manifest(entry, path),
+                         ApproximateNames.load(path / "dense"))

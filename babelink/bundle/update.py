@@ -34,6 +34,7 @@ from babelink.encoders.vector_store import VectorStore, encode_through, store_di
 from babelink.errors import BundleError
 from babelink.fsutil import replace_directory, staging_directory, write_directory
 from babelink.index.dense import DenseNameIndex, DenseParams, embed_strings, save_params
+from babelink.index.lazy import write_lazy_index
 from babelink.index.names import NameTable
 from babelink.index.sparse import TfidfNameIndex
 from babelink.kb.base import KnowledgeBase
@@ -87,8 +88,11 @@ def update_bundle(path: str | Path, additions: KnowledgeBase, out: str | Path | 
     if names.strings[:before] != bundle.names.strings:
         raise BundleError(f"{bundle.path}: its name strings are not a prefix of the updated KB's; rebuild it")
     added = names.strings[before:]
-    # Vectors to add: a FAISS index's new rows (refusing a changed checkpoint); a lazy one encodes on first need.
-    encoder = bundle.encoder() if bundle.dense is not None and bundle.dense.params.kind != "lazy" else None
+    # Vectors to add: a FAISS index's new rows, a lazy one's approximate rows (both refusing a changed
+    # checkpoint); a lazy index encodes the names themselves on first need.
+    lazy = bundle.dense is not None and bundle.dense.params.kind == "lazy"
+    approximate = bundle.dense.approximate if lazy else None
+    encoder = bundle.encoder() if bundle.dense is not None and (not lazy or approximate is not None) else None
     staging = staging_directory(out)
     try:
         shutil.copytree(bundle.path, staging, dirs_exist_ok=True)
@@ -105,7 +109,10 @@ def update_bundle(path: str | Path, additions: KnowledgeBase, out: str | Path | 
         sparse.save(staging / "sparse")
         if bundle.lexicon is not None:  # the renderer keeps the English words of the KB as they are
             save_english_words(merged, staging / TRANSLATIONS)
-        if encoder is not None:
+        if approximate is not None:
+            save_params(bundle.dense.params, staging / "dense")
+            approximate.extended(encoder, added).save(staging / "dense")
+        elif encoder is not None:
             dense = DenseNameIndex.load(bundle.path / "dense", writable=True)
             dense.add(embed_strings(encoder.encode, added))
             dense.save(staging / "dense")
@@ -173,7 +180,7 @@ def reindex_bundle(path: str | Path, params: DenseParams, out: str | Path | None
         shutil.rmtree(staging / "dense")
         (staging / "dense").mkdir()
         if params.kind == "lazy":
-            files = [save_params(params, staging / "dense")]
+            files = write_lazy_index(params, encoder, bundle.names.strings, staging / "dense", progress)
         else:
             tick = (lambda done: progress("encoding names", done, len(bundle.names))) if progress else None
             vectors = embed_strings(lambda texts: encode_through(store, encoder.encode, texts),

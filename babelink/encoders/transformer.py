@@ -119,6 +119,24 @@ class TransformerEncoder:
         """One batch as a (len(texts), dim) tensor that keeps the autograd graph, for training."""
         return self._pooled(self._tokenize(texts))
 
+    def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """Each text's token ids as `encode` reads it, without the prefix and special tokens."""
+        return self.tokenizer(list(texts), add_special_tokens=False, truncation=True,
+                              max_length=self.settings.max_length)["input_ids"]
+
+    def encode_tokens(self, ids: Sequence[int]) -> np.ndarray:
+        """One vector per token id, the token encoded alone as a text is (prefix and special
+        tokens around it, pooled): what `index.approximate` builds name vectors from."""
+        prefix = self.tokenizer(self.settings.prefix, add_special_tokens=False)["input_ids"]
+        head, tail = _special_tokens_around(self.tokenizer)
+        inputs = [[*head, *prefix, int(token), *tail] for token in ids]
+        vectors = np.zeros((len(inputs), self.dimension), dtype=np.float32)
+        with self._torch.inference_mode():
+            for start in range(0, len(inputs), self.settings.batch_size):
+                vectors[start : start + self.settings.batch_size] = (
+                    self._pooled(inputs[start : start + self.settings.batch_size]).cpu().numpy())
+        return vectors
+
     def _tokenize(self, texts: Sequence[str]) -> list[list[int]]:
         prefix = self.settings.prefix
         return self.tokenizer([prefix + text for text in texts], truncation=True,
@@ -138,6 +156,16 @@ class TransformerEncoder:
         """What a bundle records to check later that it is queried with the encoder that built it."""
         return {"path": str(self.path), "fingerprint": checkpoint_fingerprint(self.path), "dimension": self.dimension,
                 **asdict(self.settings)}
+
+
+def _special_tokens_around(tokenizer) -> tuple[list[int], list[int]]:
+    """The special token ids the tokenizer puts before and after a text ([CLS] … [SEP], <s> … </s>)."""
+    bare = tokenizer("a", add_special_tokens=False)["input_ids"]
+    full = tokenizer("a")["input_ids"]
+    start = next((i for i in range(len(full) - len(bare) + 1) if full[i : i + len(bare)] == bare), None)
+    if start is None:
+        raise BabelinkError("the tokenizer changes a text's own tokens when it adds special tokens")
+    return full[:start], full[start + len(bare) :]
 
 
 def _load_model(auto_model, path: Path):

@@ -2,12 +2,11 @@
 
 A FAISS index needs every name encoded before the first query: half an hour for the embedded
 default's 248k names on a two-core AVX2 CPU, 2M names in hours. A lazy index encodes nothing at
-build and searches nothing itself. The TF-IDF shortlist of each mention (000 §4.2) is its candidate
-set, and the encoder ranks it by cosine (`retrieve.HybridGenerator` with no dense hits): the
-encoder runs on the mention and on the shortlisted names not encoded before, whose vectors the
-`VectorStore` keeps for every later run. On NCBI-disease and BC5CDR this ranking matches the hybrid's
-Acc@1 (benchmarks/log/notes.md); what it cannot find is a name sharing no character n-gram with
-the mention, which the dense search of a FAISS index can.
+build. The TF-IDF shortlist of each mention (000 §4.2) is its candidate set, with the names whose
+approximate vectors (`index.approximate`, built from each token encoded once) lie nearest the
+mention's vector: names sharing no character n-gram with it, which only a dense search finds. The
+encoder ranks both by true cosine (`retrieve.HybridGenerator`): it runs on the mention and on the
+candidate names not encoded before, whose vectors the `VectorStore` keeps for every later run.
 """
 
 from __future__ import annotations
@@ -21,6 +20,7 @@ import numpy as np
 from babelink.encoders import Encoder
 from babelink.encoders.vector_store import VectorStore, encode_through, string_keys
 from babelink.errors import BundleError
+from babelink.index.approximate import ApproximateNames, supports_tokens
 from babelink.index.dense import DenseParams, NameVectors, save_params
 
 #: What must match between the encoder a bundle names and one that encodes its names into the store.
@@ -30,11 +30,14 @@ IDENTITY = ("fingerprint", "dimension", "pooling", "prefix", "max_length", "prec
 class LazyNameIndex(NameVectors):
     """Row `i` is the vector of `strings[i]`, taken from `store` or encoded by the bundle's encoder
     (`attach`ed by the bundle, else loaded by `load_encoder` on first need), the one its manifest
-    `encoder_entry` describes."""
+    `encoder_entry` describes. `approximate` (None: no search of its own) finds the rows `search` gives."""
 
     def __init__(self, params: DenseParams, strings: Sequence[str], encoder_entry: dict, store: VectorStore,
-                 load_encoder: Callable[[], Encoder]):
-        self.params, self.strings, self.store = params, strings, store
+                 load_encoder: Callable[[], Encoder], approximate: ApproximateNames | None = None):
+        if approximate is not None and len(approximate) != len(strings):
+            raise BundleError(f"{len(approximate)} approximate name vectors for {len(strings)} name strings; "
+                              "rebuild the bundle")
+        self.params, self.strings, self.store, self.approximate = params, strings, store, approximate
         self.encoder_entry, self.dimension = encoder_entry, int(encoder_entry["dimension"])
         self._load_encoder = load_encoder
         self._encoder: Encoder | None = None
@@ -55,8 +58,11 @@ class LazyNameIndex(NameVectors):
         self._encoder = encoder
 
     def search(self, queries: np.ndarray, k: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """No hits: a lazy index ranks what the TF-IDF index shortlists (`score_pairs`)."""
+        """The rows whose approximate vectors lie nearest, with approximate cosines (the generator
+        scores them again, truly: `score_pairs`); no hits without approximate vectors."""
         self._check_dimension(queries)
+        if self.approximate is not None:
+            return self.approximate.search(queries, k, allowed)
         return np.full((len(queries), k), -1, dtype=np.int64), np.zeros((len(queries), k), dtype=np.float32)
 
     def vectors(self, rows: np.ndarray) -> np.ndarray:
@@ -86,6 +92,12 @@ class LazyNameIndex(NameVectors):
         """How many of the names are in the store already (`babelink info`)."""
         return int(self.store.lookup(string_keys(self.strings))[0].sum()) if len(self.strings) else 0
 
-    def save(self, directory: Path) -> list[Path]:
-        """Only the parameters: the vectors live in the store, shared across bundles."""
-        return [save_params(self.params, directory)]
+
+def write_lazy_index(params: DenseParams, encoder: Encoder, strings: Sequence[str], directory: Path,
+                     progress: Callable[[str, int, int], None] | None = None) -> list[Path]:
+    """Write a lazy index of `strings` in `directory`: its parameters, and approximate vectors where
+    `encoder` can encode tokens alone (the ONNX runtime of an int8 encoder cannot: TF-IDF alone then)."""
+    files = [save_params(params, directory)]
+    if supports_tokens(encoder):
+        files += ApproximateNames.build(encoder, strings, progress).save(directory)
+    return files

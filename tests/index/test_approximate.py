@@ -1,0 +1,145 @@
+"""Approximate name vectors: the IDF-weighted mean of each name's token vectors, in a PCA basis,
+searched by real query vectors so that a lazy index reaches names TF-IDF cannot shortlist."""
+
+import numpy as np
+import pytest
+
+from babelink.bundle.store import build_bundle, load_bundle
+from babelink.encoders import open_encoder
+from babelink.errors import BundleError
+from babelink.index.approximate import BASIS_FILE, VECTORS_FILE, ApproximateNames
+from babelink.index.dense import DenseParams
+from babelink.index.lazy import write_lazy_index
+from babelink.kb.base import KnowledgeBaseBuilder
+from babelink.linker import Linker
+
+NAMES = ["myocardial infarction", "heart attack", "infarto de miocardio", "diabetes mellitus", "asthma",
+         "asma bronquial", "arterial hypertension", "hipertension arterial", "diabetes"]
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    monkeypatch.setenv("BABELINK_HOME", str(tmp_path / "home"))
+
+
+@pytest.fixture
+def encoder(contextual_encoder_dir):
+    return open_encoder(contextual_encoder_dir)
+
+
+def test_a_name_vector_is_the_idf_weighted_mean_of_its_tokens_in_the_basis(encoder):
+    approximate = ApproximateNames.build(encoder, NAMES)
+    ids = encoder.token_ids([NAMES[0]])[0]
+    weights = approximate.idf[np.searchsorted(approximate.token_ids, ids)]
+    mean = (weights[:, None] * encoder.encode_tokens(ids)).sum(axis=0) / weights.sum()
+    projected = (mean / np.linalg.norm(mean) - approximate.mean) @ approximate.components.T
+    assert np.allclose(approximate.vectors[0], projected / np.linalg.norm(projected), atol=2e-3)  # float16 rows
+
+
+def test_rare_tokens_weigh_more():
+    class Tokens:
+        dimension = 2
+
+        def token_ids(self, texts):
+            return [[int(word) for word in text.split()] for text in texts]
+
+        def encode_tokens(self, ids):
+            return np.array([[1.0, 0.0] if token == 1 else [0.0, 1.0] for token in ids], np.float32)
+
+    approximate = ApproximateNames.build(Tokens(), ["1 2", "1", "1", "1 3"])
+    assert approximate.idf[1] > approximate.idf[0]  # token 2 is in one name, token 1 in all four
+
+
+def test_extending_gives_names_the_rows_a_build_gave_them(encoder):
+    built = ApproximateNames.build(encoder, NAMES)
+    extended = built.extended(encoder, NAMES[:3] + ["hypertension"])
+    assert len(extended) == len(NAMES) + 4
+    assert np.allclose(extended.vectors[len(NAMES) : len(NAMES) + 3].astype(np.float32),
+                       built.vectors[:3].astype(np.float32), atol=2e-3)
+    assert np.allclose(extended.components, built.components) and np.all(np.diff(extended.token_ids) > 0)
+
+
+def test_search_is_best_first_and_keeps_to_the_allowed_rows(encoder):
+    approximate = ApproximateNames.build(encoder, NAMES)
+    queries = encoder.encode(["heart attack", "asthma"])
+    rows, scores = approximate.search(queries, 4)
+    assert rows.shape == (2, 4) and np.all(np.diff(scores, axis=1) <= 0)
+    projected = (queries - approximate.mean) @ approximate.components.T
+    brute = projected @ approximate.vectors.astype(np.float32).T
+    assert rows.tolist() == np.argsort(-brute, axis=1)[:, :4].tolist()
+    allowed = np.zeros(len(NAMES), dtype=bool)
+    allowed[[0, 4]] = True
+    rows, scores = approximate.search(queries, 4, allowed)
+    assert set(rows[:, :2].ravel()) == {0, 4} and np.all(rows[:, 2:] == -1) and np.all(scores[:, 2:] == 0)
+
+
+def test_an_encoder_that_cannot_encode_tokens_writes_a_lazy_index_without_them(tmp_path, encoder):
+    class TextsOnly:
+        dimension = encoder.dimension
+
+        def encode(self, texts):
+            return encoder.encode(texts)
+
+        def describe(self):
+            return encoder.describe()
+
+    files = write_lazy_index(DenseParams(kind="lazy"), TextsOnly(), NAMES, tmp_path)
+    assert [path.name for path in files] == ["dense_params.json"]
+    assert ApproximateNames.load(tmp_path) is None
+
+
+@pytest.fixture
+def kb():
+    builder = KnowledgeBaseBuilder()
+    for concept, names in {"C1": NAMES[:3], "C2": [NAMES[3], NAMES[8]], "C3": NAMES[4:6], "C4": NAMES[6:8]}.items():
+        for position, name in enumerate(names):
+            builder.add_name(concept, name, preferred=position == 0)
+    return builder.build()
+
+
+def test_a_lazy_bundle_ranks_names_sharing_no_ngram_with_the_mention(kb, tmp_path, home, contextual_encoder_dir):
+    """心肌梗死 shares no character with any name: TF-IDF shortlists nothing, the approximate
+    search finds candidates, and their true cosines rank them as a flat index does."""
+    lazy = build_bundle(kb, tmp_path / "lazy", encoder=contextual_encoder_dir, dense_params=DenseParams(kind="lazy"))
+    assert {VECTORS_FILE, BASIS_FILE} <= {path.name for path in (lazy / "dense").iterdir()}
+    flat = Linker.open(build_bundle(kb, tmp_path / "flat", encoder=contextual_encoder_dir,
+                                    dense_params=DenseParams(kind="flat")))
+    got = [(c.concept_id, round(c.score, 4)) for c in Linker.open(lazy).normalize("心肌梗死", top_k=4)]
+    assert got and got == [(c.concept_id, round(c.score, 4)) for c in flat.normalize("心肌梗死", top_k=4)]
+
+
+def test_approximate_vectors_that_do_not_match_the_names_are_refused(kb, tmp_path, home, contextual_encoder_dir):
+    path = build_bundle(kb, tmp_path / "lazy", encoder=contextual_encoder_dir, dense_params=DenseParams(kind="lazy"))
+    vectors = np.load(path / "dense" / VECTORS_FILE)
+    np.save(path / "dense" / VECTORS_FILE, vectors[:-1])
+    with pytest.raises(BundleError, match="manifest says"):
+        load_bundle(path)
+    with pytest.raises(BundleError, match="approximate"):
+        _load_lazy(path)
+
+
+def _load_lazy(path):
+    """The lazy index as a load builds it, past the manifest's size check (which a resized file fails first)."""
+    from babelink.bundle.store import _load_dense, read_manifest
+    from babelink.index.names import NameTable
+
+    manifest = read_manifest(path)
+    return _load_dense(path, manifest["dense"]["encoder"], NameTable.load(path / "names"))
+
+
+def test_an_update_gives_added_names_approximate_rows_in_the_bundle_basis(kb, tmp_path, home, contextual_encoder_dir):
+    from babelink.bundle.update import update_bundle
+
+    path = build_bundle(kb, tmp_path / "lazy", encoder=contextual_encoder_dir, dense_params=DenseParams(kind="lazy"))
+    before = load_bundle(path).dense.approximate
+    builder = KnowledgeBaseBuilder()
+    builder.add_name("C5", "kidney stone", preferred=True)
+    builder.add_name("C3", "asthma attack")
+    updated = load_bundle(update_bundle(path, builder.build(), tmp_path / "updated"), verify=True)
+    after = updated.dense.approximate
+    assert len(after) == len(updated.names) == len(before) + 2
+    assert np.array_equal(after.vectors[: len(before)], before.vectors)
+    want = before.extended(open_encoder(contextual_encoder_dir), updated.names.strings[len(before) :])
+    assert np.array_equal(after.vectors, want.vectors)
+    found = [c.concept_id for c in Linker(updated).normalize("kidney stone", top_k=1)]
+    assert found == ["C5"]
