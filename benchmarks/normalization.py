@@ -70,9 +70,10 @@ SYSTEMS = {
     "hybrid + KB-mined translations": "hybrid, each mention also searched through its English renderings by a "
     "lexicon mined from the KB's own names (`build --translations-from-kb`, what the embedded default does), "
     "language guessed; open-umls sets only",
-    "hybrid, lazy index": "the hybrid over a bundle built with `--index lazy`: no name encoded at build, the TF-IDF "
-    "shortlist ranked by the encoder, shortlisted names encoded on first need into an empty store; mentions/s of "
-    "that first pass (the second pass, names stored, follows the tables)",
+    "hybrid, lazy index": "the hybrid over a bundle built with `--index lazy`: no name encoded at build (each KB "
+    "token is, for the approximate name vectors the query searches), the TF-IDF shortlist and the approximate hits "
+    "ranked by the encoder, candidate names encoded on first need into an empty store; mentions/s of that first "
+    "pass (the second pass, names stored, follows the tables)",
     "hybrid + KB-mined translations, lazy index": "the same through the KB-mined lexicon: what the embedded default "
     "does with a lazy index",
     "hybrid + spans": "hybrid behind index switching, labeled-span index from the corpus's train split",
