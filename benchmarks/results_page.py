@@ -104,6 +104,7 @@ HEADLINES = (
     Headline("First run on a fresh machine and CLI start-up", "speed", "first_run.py", "seconds",
              summary=Summary("start-up", "seconds", ('babelink normalize "fever"',), "the same from a file")),
     Headline("Batch throughput", "speed", "batch_throughput.py", "documents/s"),
+    Headline("KBs of up to 2 million names: lazy build and queries", "speed", "kb_scale.py", "build s"),
     Headline("Filters inside retrieval", "speed", "filter_retrieval.py", "recall@5",
              summary=Summary("system", "recall@5", ("in retrieval",), "post-filter", key="filter")),
     Headline("Serving under load", "serving", "serve_load.py", "requests/s"),
