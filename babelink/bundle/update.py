@@ -33,6 +33,7 @@ from babelink.bundle.store import TRANSLATIONS, Bundle, load_bundle
 from babelink.encoders.vector_store import VectorStore, encode_through, store_directory
 from babelink.errors import BundleError
 from babelink.fsutil import replace_directory, staging_directory, write_directory
+from babelink.index.approximate import ApproximateNames
 from babelink.index.dense import DenseNameIndex, DenseParams, embed_strings, save_params
 from babelink.index.lazy import write_lazy_index
 from babelink.index.names import NameTable
@@ -111,7 +112,9 @@ def update_bundle(path: str | Path, additions: KnowledgeBase, out: str | Path | 
             save_english_words(merged, staging / TRANSLATIONS)
         if approximate is not None:
             save_params(bundle.dense.params, staging / "dense")
-            approximate.extended(encoder, added).save(staging / "dense")
+            grown = ApproximateNames.load(bundle.path / "dense", writable=True)
+            grown.add(encoder, added)
+            grown.save(staging / "dense")
         elif encoder is not None:
             dense = DenseNameIndex.load(bundle.path / "dense", writable=True)
             dense.add(embed_strings(encoder.encode, added))

@@ -9,8 +9,11 @@ pooled as any text), and a name's approximate vector is the IDF-weighted mean of
 vectors, the way static embeddings are distilled from a transformer (model2vec). A PCA basis fitted
 on them keeps `DIMENSIONS` components. The query's real vector, projected onto that basis,
 searches them exactly; the names found join the TF-IDF shortlist, and both are ranked by true
-cosines (`retrieve.HybridGenerator`), names encoded on first need as before. The measurement that
-chose this design is in benchmarks/log/notes.md (2026-11-27, approximate name vectors).
+cosines (`retrieve.HybridGenerator`), names encoded on first need as before. The vectors live in
+FAISS inverted lists (`DenseParams(kind="ivfflat")`): an exact scan of 186k vectors took 0.3 ms a
+query alone and several times that beside the encoder's threads, more than the encoder at 2M names.
+The measurements that chose this design are in benchmarks/log/notes.md (2026-11-27, approximate
+name vectors).
 """
 
 from __future__ import annotations
@@ -31,8 +34,11 @@ DIMENSIONS = 128
 PCA_SAMPLE = 50_000
 #: Names turned into vectors at once (bounds the float32 intermediate: rows × encoder dimension).
 CHUNK = 65_536
-VECTORS_FILE = "approximate.npy"
-BASIS_FILE = "approximate_basis.npz"
+#: Where a lazy index's `dense/` keeps them: a FAISS index directory, and the basis beside it.
+DIRECTORY = "approximate"
+BASIS_FILE = "basis.npz"
+#: Names from which the vectors go into inverted lists (trained on at least 39 per list); fewer are scanned whole.
+IVF_MIN_NAMES = 39 * 256
 
 
 class TokenEncoder(Protocol):
@@ -46,16 +52,16 @@ class TokenEncoder(Protocol):
 
 
 class ApproximateNames:
-    """Row `i` is name string `i`'s approximate vector in the basis (L2-normalised, float16)."""
+    """Row `i` of `index` is name string `i`'s approximate vector in the basis (`mean`, `components`
+    rows), L2-normalised; `token_ids` (sorted) and `idf` are the weights it was built with."""
 
-    def __init__(self, vectors: np.ndarray, token_ids: np.ndarray, idf: np.ndarray, mean: np.ndarray,
+    def __init__(self, index: DenseNameIndex, token_ids: np.ndarray, idf: np.ndarray, mean: np.ndarray,
                  components: np.ndarray):
-        self.vectors, self.token_ids, self.idf = vectors, token_ids, idf
+        self.index, self.token_ids, self.idf = index, token_ids, idf
         self.mean, self.components = mean, components
-        self._index: DenseNameIndex | None = None
 
     def __len__(self) -> int:
-        return len(self.vectors)
+        return len(self.index)
 
     @classmethod
     def build(cls, encoder: TokenEncoder, strings: Sequence[str],
@@ -70,54 +76,55 @@ class ApproximateNames:
         sample = np.random.default_rng(0).choice(len(names), min(PCA_SAMPLE, len(names)), replace=False)
         mean, components = _basis(_normalized(weights[np.sort(sample)] @ tokens))
         vectors = _project_chunks(weights, tokens, mean, components)
-        return cls(vectors, token_ids, idf, mean, components)
+        layout = DenseParams(kind="ivfflat" if len(vectors) >= IVF_MIN_NAMES else "flat", nprobe=64)
+        return cls(DenseNameIndex.build(vectors, layout), token_ids, idf, mean, components)
 
-    def extended(self, encoder: TokenEncoder, strings: Sequence[str]) -> ApproximateNames:
-        """With rows for `strings` after the existing ones, in the same basis; tokens the build never
-        saw weigh as its rarest."""
+    def vectors_of(self, encoder: TokenEncoder, strings: Sequence[str]) -> np.ndarray:
+        """The approximate vectors of `strings` in this basis; tokens the build never saw weigh as its rarest."""
         names = encoder.token_ids(strings)
         used = _distinct(names)
-        new = np.setdiff1d(used, self.token_ids)
-        token_ids = np.concatenate([self.token_ids, new])
-        idf = np.concatenate([self.idf, np.full(len(new), self.idf.max(initial=1.0), np.float32)])
-        order = np.argsort(token_ids)
-        token_ids, idf = token_ids[order], idf[order]
-        tokens = np.zeros((len(token_ids), encoder.dimension), np.float32)
-        tokens[np.searchsorted(token_ids, used)] = _token_vectors(encoder, used, None)
-        rows = _project_chunks(_weights(_occurrences(names, token_ids), idf), tokens, self.mean, self.components)
-        return ApproximateNames(np.concatenate([self.vectors, rows]), token_ids, idf, self.mean, self.components)
+        positions = np.searchsorted(self.token_ids, used)
+        known = (positions < len(self.token_ids)) & (self.token_ids[np.minimum(positions, len(self.token_ids) - 1)]
+                                                     == used)
+        idf = np.where(known, self.idf[np.minimum(positions, len(self.token_ids) - 1)], self.idf.max(initial=1.0))
+        tokens = _token_vectors(encoder, used, None)
+        return _project_chunks(_weights(_occurrences(names, used), idf.astype(np.float32)), tokens, self.mean,
+                               self.components)
+
+    def add(self, encoder: TokenEncoder, strings: Sequence[str]) -> None:
+        """Append rows for `strings` (an index `load`ed `writable`), in the same basis."""
+        self.index.add(self.vectors_of(encoder, strings))
 
     def search(self, queries: np.ndarray, k: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Top-k rows and approximate cosines per query (real, encoder-space vectors), best first;
         -1 / 0.0 pad missing hits. `allowed` (a mask over rows) leaves the others out."""
-        if self._index is None:  # FAISS's exact search: its top-k is ten times numpy's argpartition
-            self._index = DenseNameIndex.build(self.vectors, DenseParams(kind="flat"))
         projected = _normalized((np.asarray(queries, np.float32) - self.mean) @ self.components.T)
-        return self._index.search(projected, k, allowed)
+        return self.index.search(projected, k, allowed)
 
     def save(self, directory: Path) -> list[Path]:
-        np.save(directory / VECTORS_FILE, self.vectors)
-        with open(directory / BASIS_FILE, "wb") as stream:
+        """Write `directory/approximate/`: the FAISS index and the basis."""
+        (directory / DIRECTORY).mkdir(exist_ok=True)
+        with open(directory / DIRECTORY / BASIS_FILE, "wb") as stream:
             np.savez(stream, token_ids=self.token_ids, idf=self.idf, mean=self.mean, components=self.components)
-        return [directory / VECTORS_FILE, directory / BASIS_FILE]
+        return [*self.index.save(directory / DIRECTORY), directory / DIRECTORY / BASIS_FILE]
 
     @classmethod
-    def load(cls, directory: Path) -> ApproximateNames | None:
-        """The approximate vectors saved in `directory`, None where it has none (a bundle whose
+    def load(cls, directory: Path, *, writable: bool = False) -> ApproximateNames | None:
+        """The approximate vectors saved under `directory`, None where it has none (a bundle whose
         encoder cannot encode tokens alone)."""
-        if not (directory / VECTORS_FILE).is_file():
+        if not (directory / DIRECTORY).is_dir():
             return None
         try:
-            vectors = np.load(directory / VECTORS_FILE, mmap_mode="r")
-            with np.load(directory / BASIS_FILE) as basis:
+            with np.load(directory / DIRECTORY / BASIS_FILE) as basis:
                 parts = {key: basis[key] for key in ("token_ids", "idf", "mean", "components")}
         except (OSError, ValueError, KeyError) as error:
-            raise BundleError(f"{directory}: unreadable approximate name vectors ({error}); "
-                              "rebuild the bundle") from None
-        if vectors.ndim != 2 or vectors.shape[1] != parts["components"].shape[0]:
-            raise BundleError(f"{directory / VECTORS_FILE}: vectors of shape {vectors.shape} for a basis of "
-                              f"{parts['components'].shape[0]} components; rebuild the bundle")
-        return cls(vectors, **parts)
+            raise BundleError(f"{directory / DIRECTORY / BASIS_FILE}: unreadable basis of the approximate name "
+                              f"vectors ({error}); rebuild the bundle") from None
+        index = DenseNameIndex.load(directory / DIRECTORY, writable=writable)
+        if index.dimension != len(parts["components"]):
+            raise BundleError(f"{directory / DIRECTORY}: {index.dimension}-d approximate vectors for a basis of "
+                              f"{len(parts['components'])} components; rebuild the bundle")
+        return cls(index, **parts)
 
 
 def supports_tokens(encoder: object) -> bool:
@@ -163,7 +170,7 @@ def _basis(sample: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _project_chunks(weights: sp.csr_matrix, tokens: np.ndarray, mean: np.ndarray,
                     components: np.ndarray) -> np.ndarray:
-    out = np.zeros((weights.shape[0], len(components)), np.float16)
+    out = np.zeros((weights.shape[0], len(components)), np.float32)
     for start in range(0, weights.shape[0], CHUNK):
         vectors = _normalized(weights[start : start + CHUNK] @ tokens)
         out[start : start + CHUNK] = _normalized((vectors - mean) @ components.T)

@@ -27,7 +27,9 @@ if TYPE_CHECKING:
 
 INDEX_FILE = "faiss.index"
 PARAMS_FILE = "dense_params.json"
-KINDS = ("flat", "hnsw", "ivfpq", "lazy")  # lazy: `index.lazy`, no FAISS index
+#: lazy: `index.lazy`, no FAISS index; ivfflat: inverted lists over exact vectors, the approximate
+#: name vectors' index (`index.approximate`), not offered by `build --index`.
+KINDS = ("flat", "hnsw", "ivfpq", "lazy", "ivfflat")
 #: Product quantisers with 8-bit codes learn 256 centroids per sub-space.
 _PQ_MIN_TRAINING = 256 * 39
 
@@ -232,8 +234,26 @@ class _IvfPq:
                                                                                          nprobe=params.nprobe))
 
 
+class _IvfFlat(_Flat):
+    """Inverted lists over the vectors as added: `nprobe` lists scanned per query, quick to train and
+    to add to, for vectors that are approximations themselves (`index.approximate`)."""
+
+    mmap_flag = "IO_FLAG_MMAP"
+
+    def factory(self, params: DenseParams, count: int, dimension: int) -> str:
+        return f"IVF{params.nlist or max(1, min(int(4 * math.sqrt(count)), count // 39))},Flat"
+
+    def configure(self, index, params: DenseParams) -> None:
+        ivf = _faiss().extract_index_ivf(index)
+        ivf.nprobe = params.nprobe
+        ivf.make_direct_map()  # lets `vectors` find any name's row
+
+    def filtered(self, selector, params: DenseParams):
+        return _faiss().SearchParametersIVF(sel=selector, nprobe=params.nprobe)
+
+
 #: FAISS layout of each `DenseParams.kind` a `DenseNameIndex` builds (`lazy` builds none: `index.lazy`).
-_LAYOUTS = {"flat": _Flat(), "hnsw": _Hnsw(), "ivfpq": _IvfPq()}
+_LAYOUTS = {"flat": _Flat(), "hnsw": _Hnsw(), "ivfpq": _IvfPq(), "ivfflat": _IvfFlat()}
 
 
 def read_params(directory: Path) -> DenseParams:

@@ -7,7 +7,7 @@ import pytest
 from babelink.bundle.store import build_bundle, load_bundle
 from babelink.encoders import open_encoder
 from babelink.errors import BundleError
-from babelink.index.approximate import BASIS_FILE, VECTORS_FILE, ApproximateNames
+from babelink.index.approximate import BASIS_FILE, DIRECTORY, ApproximateNames
 from babelink.index.dense import DenseParams
 from babelink.index.lazy import write_lazy_index
 from babelink.kb.base import KnowledgeBaseBuilder
@@ -33,7 +33,7 @@ def test_a_name_vector_is_the_idf_weighted_mean_of_its_tokens_in_the_basis(encod
     weights = approximate.idf[np.searchsorted(approximate.token_ids, ids)]
     mean = (weights[:, None] * encoder.encode_tokens(ids)).sum(axis=0) / weights.sum()
     projected = (mean / np.linalg.norm(mean) - approximate.mean) @ approximate.components.T
-    assert np.allclose(approximate.vectors[0], projected / np.linalg.norm(projected), atol=2e-3)  # float16 rows
+    assert np.allclose(approximate.index.vectors(np.array([0]))[0], projected / np.linalg.norm(projected), atol=1e-5)
 
 
 def test_rare_tokens_weigh_more():
@@ -50,13 +50,15 @@ def test_rare_tokens_weigh_more():
     assert approximate.idf[1] > approximate.idf[0]  # token 2 is in one name, token 1 in all four
 
 
-def test_extending_gives_names_the_rows_a_build_gave_them(encoder):
+def test_added_names_get_the_rows_a_build_gave_them(encoder, tmp_path):
     built = ApproximateNames.build(encoder, NAMES)
-    extended = built.extended(encoder, NAMES[:3] + ["hypertension"])
-    assert len(extended) == len(NAMES) + 4
-    assert np.allclose(extended.vectors[len(NAMES) : len(NAMES) + 3].astype(np.float32),
-                       built.vectors[:3].astype(np.float32), atol=2e-3)
-    assert np.allclose(extended.components, built.components) and np.all(np.diff(extended.token_ids) > 0)
+    built.save(tmp_path)
+    grown = ApproximateNames.load(tmp_path, writable=True)
+    grown.add(encoder, NAMES[:3] + ["hypertension"])
+    assert len(grown) == len(NAMES) + 4
+    rows = grown.index.vectors(np.arange(len(NAMES), len(NAMES) + 3))
+    assert np.allclose(rows, built.index.vectors(np.arange(3)), atol=1e-5)
+    assert np.allclose(grown.components, built.components)
 
 
 def test_search_is_best_first_and_keeps_to_the_allowed_rows(encoder):
@@ -65,7 +67,7 @@ def test_search_is_best_first_and_keeps_to_the_allowed_rows(encoder):
     rows, scores = approximate.search(queries, 4)
     assert rows.shape == (2, 4) and np.all(np.diff(scores, axis=1) <= 0)
     projected = (queries - approximate.mean) @ approximate.components.T
-    brute = projected @ approximate.vectors.astype(np.float32).T
+    brute = projected @ approximate.index.vectors(np.arange(len(NAMES))).T
     assert rows.tolist() == np.argsort(-brute, axis=1)[:, :4].tolist()
     allowed = np.zeros(len(NAMES), dtype=bool)
     allowed[[0, 4]] = True
@@ -101,7 +103,7 @@ def test_a_lazy_bundle_ranks_names_sharing_no_ngram_with_the_mention(kb, tmp_pat
     """心肌梗死 shares no character with any name: TF-IDF shortlists nothing, the approximate
     search finds candidates, and their true cosines rank them as a flat index does."""
     lazy = build_bundle(kb, tmp_path / "lazy", encoder=contextual_encoder_dir, dense_params=DenseParams(kind="lazy"))
-    assert {VECTORS_FILE, BASIS_FILE} <= {path.name for path in (lazy / "dense").iterdir()}
+    assert BASIS_FILE in {path.name for path in (lazy / "dense" / DIRECTORY).iterdir()}
     flat = Linker.open(build_bundle(kb, tmp_path / "flat", encoder=contextual_encoder_dir,
                                     dense_params=DenseParams(kind="flat")))
     got = [(c.concept_id, round(c.score, 4)) for c in Linker.open(lazy).normalize("心肌梗死", top_k=4)]
@@ -110,8 +112,11 @@ def test_a_lazy_bundle_ranks_names_sharing_no_ngram_with_the_mention(kb, tmp_pat
 
 def test_approximate_vectors_that_do_not_match_the_names_are_refused(kb, tmp_path, home, contextual_encoder_dir):
     path = build_bundle(kb, tmp_path / "lazy", encoder=contextual_encoder_dir, dense_params=DenseParams(kind="lazy"))
-    vectors = np.load(path / "dense" / VECTORS_FILE)
-    np.save(path / "dense" / VECTORS_FILE, vectors[:-1])
+    other = tmp_path / "other"
+    other.mkdir()
+    ApproximateNames.build(open_encoder(contextual_encoder_dir), NAMES[:-1]).save(other)
+    for name in ("faiss.index", BASIS_FILE):
+        (path / "dense" / DIRECTORY / name).write_bytes((other / DIRECTORY / name).read_bytes())
     with pytest.raises(BundleError, match="manifest says"):
         load_bundle(path)
     with pytest.raises(BundleError, match="approximate"):
@@ -119,7 +124,7 @@ def test_approximate_vectors_that_do_not_match_the_names_are_refused(kb, tmp_pat
 
 
 def _load_lazy(path):
-    """The lazy index as a load builds it, past the manifest's size check (which a resized file fails first)."""
+    """The lazy index as a load builds it, past the manifest's size check (which a replaced file fails first)."""
     from babelink.bundle.store import _load_dense, read_manifest
     from babelink.index.names import NameTable
 
@@ -138,8 +143,9 @@ def test_an_update_gives_added_names_approximate_rows_in_the_bundle_basis(kb, tm
     updated = load_bundle(update_bundle(path, builder.build(), tmp_path / "updated"), verify=True)
     after = updated.dense.approximate
     assert len(after) == len(updated.names) == len(before) + 2
-    assert np.array_equal(after.vectors[: len(before)], before.vectors)
-    want = before.extended(open_encoder(contextual_encoder_dir), updated.names.strings[len(before) :])
-    assert np.array_equal(after.vectors, want.vectors)
+    kept = np.arange(len(before))
+    assert np.array_equal(after.index.vectors(kept), before.index.vectors(kept))
+    want = before.vectors_of(open_encoder(contextual_encoder_dir), updated.names.strings[len(before) :])
+    assert np.allclose(after.index.vectors(np.arange(len(before), len(after))), want, atol=1e-6)
     found = [c.concept_id for c in Linker(updated).normalize("kidney stone", top_k=1)]
     assert found == ["C5"]

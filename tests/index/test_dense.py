@@ -70,7 +70,7 @@ def _unit(rows: int, dim: int = 32, seed: int = 0) -> np.ndarray:
     return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
 
-@pytest.mark.parametrize("kind", ["flat", "hnsw"])
+@pytest.mark.parametrize("kind", ["flat", "hnsw", "ivfflat"])
 def test_dense_index_finds_nearest_and_round_trips(kind, tmp_path):
     vectors = _unit(500)
     index = DenseNameIndex.build(vectors, DenseParams(kind=kind))
