@@ -44,6 +44,7 @@ class DenseParams:
     pq_bytes: int = 96  # PQ sub-quantisers of 8 bits = code bytes per name
     nprobe: int = 64  # inverted lists visited per query
     training_sample: int = 262_144  # vectors the OPQ/IVF/PQ stages are trained on
+    approximate: bool = True  # lazy: with approximate name vectors (`index.approximate`), which need FAISS
 
     def __post_init__(self):
         if self.kind not in KINDS:

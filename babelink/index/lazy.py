@@ -96,8 +96,9 @@ class LazyNameIndex(NameVectors):
 def write_lazy_index(params: DenseParams, encoder: Encoder, strings: Sequence[str], directory: Path,
                      progress: Callable[[str, int, int], None] | None = None) -> list[Path]:
     """Write a lazy index of `strings` in `directory`: its parameters, and approximate vectors where
-    `encoder` can encode tokens alone (the ONNX runtime of an int8 encoder cannot: TF-IDF alone then)."""
+    `params` asks for them and `encoder` can encode tokens alone (the ONNX runtime of an int8
+    encoder cannot: TF-IDF alone then)."""
     files = [save_params(params, directory)]
-    if supports_tokens(encoder):
+    if params.approximate and supports_tokens(encoder):
         files += ApproximateNames.build(encoder, strings, progress).save(directory)
     return files

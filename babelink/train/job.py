@@ -399,8 +399,9 @@ class Job:
 
         init = self.checkpoints[stage.init]
         kb = read_kb(self.pack / self.manifest["kb"][stage.kb]["file"])
+        # The one-pass model searches every name (`searchable`): no approximate vectors, which need FAISS.
         bundle = load_bundle(build_bundle(kb, self.work / f"bundle-{stage.name}", retriever="hybrid", encoder=init,
-                                          dense_params=DenseParams(kind="lazy")))
+                                          dense_params=DenseParams(kind="lazy", approximate=False)))
         documents = self.documents(stage.train)
 
         def config(steps: int) -> DualTrainingConfig:
