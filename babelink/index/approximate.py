@@ -69,14 +69,13 @@ class ApproximateNames:
     @classmethod
     def build(cls, encoder: TokenEncoder, strings: Sequence[str],
               progress: Callable[[str, int, int], None] | None = None) -> ApproximateNames:
-        names = encoder.token_ids(strings)
-        token_ids = _distinct(names)
-        occurrences = _occurrences(names, token_ids)
+        token_ids, occurrences = _occurrences(encoder.token_ids(strings))
         names_with = np.bincount(occurrences.indices, minlength=len(token_ids))
-        idf = (np.log((1 + len(names)) / (1 + names_with)) + 1).astype(np.float32)
+        idf = (np.log((1 + occurrences.shape[0]) / (1 + names_with)) + 1).astype(np.float32)
         tokens = _token_vectors(encoder, token_ids, progress)
         weights = _weights(occurrences, idf)
-        sample = np.random.default_rng(0).choice(len(names), min(PCA_SAMPLE, len(names)), replace=False)
+        count = occurrences.shape[0]
+        sample = np.random.default_rng(0).choice(count, min(PCA_SAMPLE, count), replace=False)
         mean, components = _basis(_normalized(weights[np.sort(sample)] @ tokens))
         vectors = _project_chunks(weights, tokens, mean, components)
         layout = DenseParams(kind="ivfflat" if len(vectors) >= IVF_MIN_NAMES else "flat", nprobe=NPROBE)
@@ -84,15 +83,11 @@ class ApproximateNames:
 
     def vectors_of(self, encoder: TokenEncoder, strings: Sequence[str]) -> np.ndarray:
         """The approximate vectors of `strings` in this basis; tokens the build never saw weigh as its rarest."""
-        names = encoder.token_ids(strings)
-        used = _distinct(names)
-        positions = np.searchsorted(self.token_ids, used)
-        known = (positions < len(self.token_ids)) & (self.token_ids[np.minimum(positions, len(self.token_ids) - 1)]
-                                                     == used)
-        idf = np.where(known, self.idf[np.minimum(positions, len(self.token_ids) - 1)], self.idf.max(initial=1.0))
-        tokens = _token_vectors(encoder, used, None)
-        return _project_chunks(_weights(_occurrences(names, used), idf.astype(np.float32)), tokens, self.mean,
-                               self.components)
+        used, occurrences = _occurrences(encoder.token_ids(strings))
+        positions = np.minimum(np.searchsorted(self.token_ids, used), len(self.token_ids) - 1)
+        idf = np.where(self.token_ids[positions] == used, self.idf[positions], self.idf.max(initial=1.0))
+        return _project_chunks(_weights(occurrences, idf.astype(np.float32)), _token_vectors(encoder, used, None),
+                               self.mean, self.components)
 
     def add(self, encoder: TokenEncoder, strings: Sequence[str]) -> None:
         """Append rows for `strings` (an index `load`ed `writable`), in the same basis."""
@@ -135,10 +130,6 @@ def supports_tokens(encoder: object) -> bool:
     return callable(getattr(encoder, "token_ids", None)) and callable(getattr(encoder, "encode_tokens", None))
 
 
-def _distinct(names: list[list[int]]) -> np.ndarray:
-    return np.unique(np.concatenate([np.asarray(ids, np.int64) for ids in names] or [np.zeros(0, np.int64)]))
-
-
 def _token_vectors(encoder: TokenEncoder, token_ids: np.ndarray, progress) -> np.ndarray:
     vectors = np.zeros((len(token_ids), encoder.dimension), np.float32)
     step = 8192
@@ -149,12 +140,15 @@ def _token_vectors(encoder: TokenEncoder, token_ids: np.ndarray, progress) -> np
     return vectors
 
 
-def _occurrences(names: list[list[int]], token_ids: np.ndarray) -> sp.csr_matrix:
-    """(names × tokens) counts of each token in each name; `token_ids` sorted, holding every token."""
+def _occurrences(names: list[list[int]]) -> tuple[np.ndarray, sp.csr_matrix]:
+    """The distinct token ids (sorted), and the (names × those tokens) counts of each in each name."""
     lengths = np.fromiter((len(ids) for ids in names), np.int64, len(names))
-    columns = np.searchsorted(token_ids, np.concatenate([np.asarray(ids, np.int64) for ids in names] or [[]]))
+    flat = np.concatenate([np.asarray(ids, np.int64) for ids in names] or [np.zeros(0, np.int64)])
+    token_ids, columns = np.unique(flat, return_inverse=True)
     rows = np.repeat(np.arange(len(names)), lengths)
-    return sp.csr_matrix((np.ones(len(columns), np.float32), (rows, columns)), shape=(len(names), len(token_ids)))
+    matrix = sp.csr_matrix((np.ones(len(columns), np.float32), (rows, columns.ravel())),
+                           shape=(len(names), len(token_ids)))
+    return token_ids, matrix
 
 
 def _weights(occurrences: sp.csr_matrix, idf: np.ndarray) -> sp.csr_matrix:
