@@ -126,8 +126,8 @@ def train_sap(
 @app.command("student")
 def train_student(
     teacher: Annotated[str, typer.Option(
-        "--teacher", help="The trained encoder to distil: a checkpoint directory (train sap --out) or a packaged "
-                          "trained encoder's name.")],
+        "--teacher", help="The encoder to distil: `default` (the bundled e5), a checkpoint directory (train sap "
+                          "--out) or a packaged trained encoder's name.")],
     kb: Annotated[Path, typer.Option("--kb", help="KB whose names the student learns to place as the teacher does.")],
     out: Annotated[Path, typer.Option(
         "--out", "-o", help="Output checkpoint directory (resumes from out/resume/ when present).")],
@@ -143,7 +143,7 @@ def train_student(
     seed: SeedOption = 0,
 ) -> None:
     """Distil a shallower, faster student from a trained encoder on a KB's names."""
-    from babelink.encoders import checkpoint_path
+    from babelink.encoders import resolve_checkpoint
     from babelink.kb.readers import read_kb
     from babelink.progress import progress_bar
     from babelink.text import normalize_name
@@ -154,7 +154,8 @@ def train_student(
     names = [name for name in map(normalize_name, knowledge_base.names.column("name").to_pylist()) if name]
     config = StudentConfig(layers=layers, batch_size=batch_size, learning_rate=learning_rate, epochs=epochs,
                            max_steps=max_steps, max_minutes=max_minutes, seed=seed)
-    trainer = StudentTrainer(checkpoint_path(teacher), names, out, config, device=device)
+    teacher_path, teacher_settings = resolve_checkpoint(teacher)
+    trainer = StudentTrainer(teacher_path, names, out, config, device=device, settings=teacher_settings)
     typer.echo(f"distilling {layers} layers on {len(trainer.items):,} names, {trainer.total_steps:,} steps", err=True)
     with progress_bar("training") as progress:
         report = _progress(progress)

@@ -30,6 +30,8 @@ PARAMS_FILE = "dense_params.json"
 #: lazy: `index.lazy`, no FAISS index; ivfflat: inverted lists over exact vectors, the approximate
 #: name vectors' index (`index.approximate`), not offered by `build --index`.
 KINDS = ("flat", "hnsw", "ivfpq", "lazy", "ivfflat")
+#: (query, name) pairs `score_pairs` multiplies at a time.
+PAIRS_PER_SLICE = 4096
 #: Product quantisers with 8-bit codes learn 256 centroids per sub-space.
 _PQ_MIN_TRAINING = 256 * 39
 
@@ -81,7 +83,13 @@ class NameVectors:
     def score_pairs(self, queries: np.ndarray, query_rows: np.ndarray, string_rows: np.ndarray) -> np.ndarray:
         """Inner product of `queries[query_rows[j]]` with the vector of `string_rows[j]` (as `vectors` gives it)."""
         unique, position = np.unique(string_rows, return_inverse=True)
-        return np.einsum("ij,ij->i", queries[query_rows], self.vectors(unique)[position])
+        names = self.vectors(unique)
+        scores = np.empty(len(query_rows), dtype=np.float32)
+        # In slices: gathering every pair's two vectors at once costs more in fresh memory than the products.
+        for start in range(0, len(query_rows), PAIRS_PER_SLICE):
+            part = slice(start, start + PAIRS_PER_SLICE)
+            scores[part] = np.einsum("ij,ij->i", queries[query_rows[part]], names[position[part]])
+        return scores
 
     def _check_dimension(self, queries: np.ndarray) -> None:
         if queries.ndim != 2 or queries.shape[1] != self.dimension:

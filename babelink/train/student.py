@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 
 from babelink.checkpoint import write_settings
-from babelink.encoders.transformer import SETTINGS_FILE, TransformerEncoder
+from babelink.encoders.transformer import SETTINGS_FILE, EncoderSettings, TransformerEncoder
 from babelink.errors import BabelinkError
 from babelink.train.optim import adamw_with_linear_schedule
 from babelink.train.resume import RESUME_DIR, STATE_FILE, ScaledTrainer, TrainingState, seed_everything
@@ -53,16 +53,18 @@ def kept_layers(total: int, keep: int) -> list[int]:
 
 class StudentTrainer(ScaledTrainer):
     def __init__(self, teacher: str | Path, names: Sequence[str], out: str | Path,
-                 config: StudentConfig = StudentConfig(), device: str | None = None):
+                 config: StudentConfig = StudentConfig(), device: str | None = None,
+                 settings: EncoderSettings | None = None):
+        """`settings`: how the teacher encodes (None: its checkpoint's own; the bundled e5 has none)."""
         if not names:
             raise BabelinkError("no names to distil on")
         self.config, self.out = config, Path(out)
         self.items, self.batch_size = list(dict.fromkeys(names)), config.batch_size
-        self.teacher = TransformerEncoder(teacher, device=device)
+        self.teacher = TransformerEncoder(teacher, settings, device=device)
         self.teacher.model.requires_grad_(False)
         resume = self.out / RESUME_DIR
         resuming = (resume / STATE_FILE).is_file()
-        self.student = TransformerEncoder(resume if resuming else teacher, device=device)
+        self.student = TransformerEncoder(resume if resuming else teacher, self.teacher.settings, device=device)
         if not resuming:
             _keep_layers(self.student.model, kept_layers(self.student.model.config.num_hidden_layers, config.layers))
         self.model = self.student.model

@@ -7,7 +7,7 @@ from babelink.encoders import open_encoder
 from babelink.encoders.cache import CachedEncoder
 from babelink.encoders.transformer import SETTINGS_FILE, EncoderSettings, TransformerEncoder, settings_for
 from babelink.errors import BabelinkError
-from babelink.index.dense import DenseNameIndex, DenseParams, StoredNameVectors
+from babelink.index.dense import PAIRS_PER_SLICE, DenseNameIndex, DenseParams, StoredNameVectors
 
 TEXTS = ["myocardial infarction", "asthma", "diabetes mellitus type 2", "a", "infarto agudo de miocardio", "asthma"]
 
@@ -87,6 +87,16 @@ def test_dense_index_finds_nearest_and_round_trips(kind, tmp_path):
     assert (padded[0, 500:] == -1).all() and (padded_scores[0, 500:] == 0).all()
     with pytest.raises(BabelinkError, match="shape"):
         loaded.search(vectors[:1, :16], 3)
+
+
+def test_score_pairs_beyond_one_slice_match_each_product():
+    vectors = _unit(300)
+    index = DenseNameIndex.build(vectors, DenseParams(kind="flat"))
+    rng = np.random.default_rng(1)
+    query_rows = np.sort(rng.integers(0, 40, PAIRS_PER_SLICE * 2 + 7))
+    string_rows = rng.integers(0, 300, len(query_rows))
+    expected = (vectors[:40][query_rows] * vectors[string_rows]).sum(axis=1)
+    np.testing.assert_allclose(index.score_pairs(vectors[:40], query_rows, string_rows), expected, atol=1e-6)
 
 
 def test_compressed_index_needs_enough_names_and_keeps_most_neighbours():

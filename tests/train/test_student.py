@@ -4,7 +4,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from babelink.encoders.transformer import TransformerEncoder
+from babelink.encoders.transformer import EncoderSettings, TransformerEncoder
 from babelink.errors import BabelinkError
 from babelink.train.student import StudentConfig, StudentTrainer, kept_layers
 
@@ -38,3 +38,12 @@ def test_the_student_learns_the_teachers_places(tiny_encoder_dir, tmp_path):
     assert encoder.model.config.num_hidden_layers == 1 and encoder.encode(["fever"]).shape == (1, encoder.dimension)
     with pytest.raises(BabelinkError, match="no names"):
         StudentTrainer(tiny_encoder_dir, [], tmp_path / "none", config)
+
+
+def test_a_teacher_without_stored_settings_is_distilled_with_those_given(tiny_encoder_dir, tmp_path):
+    """The bundled e5 is converted without `babelink_encoder.json`: its mean pooling and prefix are given."""
+    settings = EncoderSettings(pooling="mean", prefix="query: ")
+    config = StudentConfig(layers=1, batch_size=8, max_steps=1, seed=3)
+    trainer = StudentTrainer(tiny_encoder_dir, NAMES, tmp_path / "student", config, settings=settings)
+    assert trainer.teacher.settings == settings and trainer.student.settings == settings
+    assert TransformerEncoder(trainer.train()).settings.prefix == "query: "
