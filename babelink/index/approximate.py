@@ -10,10 +10,10 @@ vectors, the way static embeddings are distilled from a transformer (model2vec).
 on them keeps `DIMENSIONS` components. The query's real vector, projected onto that basis,
 searches them exactly; the names found join the TF-IDF shortlist, and both are ranked by true
 cosines (`retrieve.HybridGenerator`), names encoded on first need as before. The vectors live in
-FAISS inverted lists (`DenseParams(kind="ivfflat")`): an exact scan of 186k vectors took 0.3 ms a
-query alone and several times that beside the encoder's threads, more than the encoder at 2M names.
-The measurements that chose this design are in benchmarks/log/notes.md (2026-11-27, approximate
-name vectors).
+FAISS inverted lists of 4-bit codes re-ranked on the vectors (`DenseParams(kind="ivffastscan")`): an
+exact scan of 186k vectors took 0.3 ms a query alone and several times that beside the encoder's
+threads, more than the encoder at 2M names. The measurements that chose this design are in
+benchmarks/log/notes.md (2026-11-27, approximate name vectors; the search's cost).
 """
 
 from __future__ import annotations
@@ -39,8 +39,9 @@ DIRECTORY = "approximate"
 BASIS_FILE = "basis.npz"
 #: Names from which the vectors go into inverted lists (trained on at least 39 per list); fewer are scanned whole.
 IVF_MIN_NAMES = 39 * 256
-#: Lists scanned per query: on open-umls (1,723 lists) 256 find 96.6% of an exact scan's top 32 for
-#: XL-BEL queries, 64 found 87.6% and cost 0.9 points of Acc@1 in Japanese (notes, 2026-11-27).
+#: Lists scanned per query: on open-umls (1,723 lists) 256 find 97.3% of an exact scan's top 32 for
+#: XL-BEL, Mantra and QUAERO queries; 64 lists over the full vectors found 87.6% of XL-BEL's and
+#: cost 0.9 points of Acc@1 in Japanese (notes, 2026-11-27).
 NPROBE = 256
 
 
@@ -69,7 +70,7 @@ class ApproximateNames:
     @classmethod
     def build(cls, encoder: TokenEncoder, strings: Sequence[str],
               progress: Callable[[str, int, int], None] | None = None) -> ApproximateNames:
-        token_ids, occurrences = _occurrences(encoder.token_ids(strings))
+        token_ids, occurrences = _occurrences(encoder, strings)
         names_with = np.bincount(occurrences.indices, minlength=len(token_ids))
         idf = (np.log((1 + occurrences.shape[0]) / (1 + names_with)) + 1).astype(np.float32)
         tokens = _token_vectors(encoder, token_ids, progress)
@@ -78,12 +79,12 @@ class ApproximateNames:
         sample = np.random.default_rng(0).choice(count, min(PCA_SAMPLE, count), replace=False)
         mean, components = _basis(_normalized(weights[np.sort(sample)] @ tokens))
         vectors = _project_chunks(weights, tokens, mean, components)
-        layout = DenseParams(kind="ivfflat" if len(vectors) >= IVF_MIN_NAMES else "flat", nprobe=NPROBE)
+        layout = DenseParams(kind="ivffastscan" if len(vectors) >= IVF_MIN_NAMES else "flat", nprobe=NPROBE)
         return cls(DenseNameIndex.build(vectors, layout), token_ids, idf, mean, components)
 
     def vectors_of(self, encoder: TokenEncoder, strings: Sequence[str]) -> np.ndarray:
         """The approximate vectors of `strings` in this basis; tokens the build never saw weigh as its rarest."""
-        used, occurrences = _occurrences(encoder.token_ids(strings))
+        used, occurrences = _occurrences(encoder, strings)
         positions = np.minimum(np.searchsorted(self.token_ids, used), len(self.token_ids) - 1)
         idf = np.where(self.token_ids[positions] == used, self.idf[positions], self.idf.max(initial=1.0))
         return _project_chunks(_weights(occurrences, idf.astype(np.float32)), _token_vectors(encoder, used, None),
@@ -140,14 +141,21 @@ def _token_vectors(encoder: TokenEncoder, token_ids: np.ndarray, progress) -> np
     return vectors
 
 
-def _occurrences(names: list[list[int]]) -> tuple[np.ndarray, sp.csr_matrix]:
-    """The distinct token ids (sorted), and the (names × those tokens) counts of each in each name."""
-    lengths = np.fromiter((len(ids) for ids in names), np.int64, len(names))
-    flat = np.concatenate([np.asarray(ids, np.int64) for ids in names] or [np.zeros(0, np.int64)])
+def _occurrences(encoder: TokenEncoder, strings: Sequence[str]) -> tuple[np.ndarray, sp.csr_matrix]:
+    """The distinct token ids (sorted) of `strings`, and the (strings × those tokens) counts of each
+    in each. Tokenised `CHUNK` strings at a time: a tokenizer's output for millions of names at
+    once (ids, offsets, token strings as Python objects) outweighs everything else the build holds."""
+    lengths, flats = [], []
+    for start in range(0, len(strings), CHUNK):
+        ids = encoder.token_ids(strings[start : start + CHUNK])
+        lengths.append(np.fromiter((len(row) for row in ids), np.int64, len(ids)))
+        flats.append(np.fromiter((token for row in ids for token in row), np.int64))
+    lengths = np.concatenate(lengths or [np.zeros(0, np.int64)])
+    flat = np.concatenate(flats or [np.zeros(0, np.int64)])
     token_ids, columns = np.unique(flat, return_inverse=True)
-    rows = np.repeat(np.arange(len(names)), lengths)
+    rows = np.repeat(np.arange(len(strings)), lengths)
     matrix = sp.csr_matrix((np.ones(len(columns), np.float32), (rows, columns.ravel())),
-                           shape=(len(names), len(token_ids)))
+                           shape=(len(strings), len(token_ids)))
     return token_ids, matrix
 
 

@@ -27,9 +27,11 @@ if TYPE_CHECKING:
 
 INDEX_FILE = "faiss.index"
 PARAMS_FILE = "dense_params.json"
-#: lazy: `index.lazy`, no FAISS index; ivfflat: inverted lists over exact vectors, the approximate
-#: name vectors' index (`index.approximate`), not offered by `build --index`.
-KINDS = ("flat", "hnsw", "ivfpq", "lazy", "ivfflat")
+#: lazy: `index.lazy`, no FAISS index; ivffastscan: the approximate name vectors' index
+#: (`index.approximate`), not offered by `build --index`; ivfflat: theirs in bundles built before it.
+KINDS = ("flat", "hnsw", "ivfpq", "lazy", "ivffastscan", "ivfflat")
+#: ivffastscan: hits re-ranked on exact vectors per hit asked for (k · this many).
+REFINE_FACTOR = 8
 #: (query, name) pairs `score_pairs` multiplies at a time.
 PAIRS_PER_SLICE = 4096
 #: Product quantisers with 8-bit codes learn 256 centroids per sub-space.
@@ -261,8 +263,32 @@ class _IvfFlat(_Flat):
         return _faiss().SearchParametersIVF(sel=selector, nprobe=params.nprobe)
 
 
+class _IvfFastScan(_Flat):
+    """Inverted lists of 4-bit product-quantised codes, scanned with SIMD (FAISS fast-scan); the
+    `REFINE_FACTOR` · k best are re-ranked on the exact vectors kept beside them. On open-umls's
+    approximate name vectors, 256 of 1,723 lists: 0.10 ms a query where the same lists' full
+    vectors took 0.57 (and an exact scan 0.31), finding 97.3% of an exact scan's top 32 against
+    97.6% (notes, 2026-11-27)."""
+
+    mmap_flag = "IO_FLAG_MMAP"
+
+    def factory(self, params: DenseParams, count: int, dimension: int) -> str:
+        nlist = params.nlist or max(1, min(int(4 * math.sqrt(count)), count // 39))
+        return f"IVF{nlist},PQ{dimension}x4fs,Refine(Flat)"
+
+    def configure(self, index, params: DenseParams) -> None:
+        faiss = _faiss()
+        faiss.downcast_index(index).k_factor = REFINE_FACTOR
+        faiss.extract_index_ivf(index).nprobe = params.nprobe
+
+    def filtered(self, selector, params: DenseParams):
+        faiss = _faiss()
+        return faiss.IndexRefineSearchParameters(
+            k_factor=REFINE_FACTOR, base_index_params=faiss.SearchParametersIVF(sel=selector, nprobe=params.nprobe))
+
+
 #: FAISS layout of each `DenseParams.kind` a `DenseNameIndex` builds (`lazy` builds none: `index.lazy`).
-_LAYOUTS = {"flat": _Flat(), "hnsw": _Hnsw(), "ivfpq": _IvfPq(), "ivfflat": _IvfFlat()}
+_LAYOUTS = {"flat": _Flat(), "hnsw": _Hnsw(), "ivfpq": _IvfPq(), "ivffastscan": _IvfFastScan(), "ivfflat": _IvfFlat()}
 
 
 def read_params(directory: Path) -> DenseParams:

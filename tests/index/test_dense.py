@@ -70,7 +70,7 @@ def _unit(rows: int, dim: int = 32, seed: int = 0) -> np.ndarray:
     return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
 
-@pytest.mark.parametrize("kind", ["flat", "hnsw", "ivfflat"])
+@pytest.mark.parametrize("kind", ["flat", "hnsw", "ivfflat", "ivffastscan"])
 def test_dense_index_finds_nearest_and_round_trips(kind, tmp_path):
     vectors = _unit(500)
     index = DenseNameIndex.build(vectors, DenseParams(kind=kind))
@@ -79,6 +79,9 @@ def test_dense_index_finds_nearest_and_round_trips(kind, tmp_path):
     np.testing.assert_allclose(scores[:, 0], 1.0, rtol=1e-5)
     pairs = index.score_pairs(vectors[:5], np.repeat(np.arange(5), 3), rows.ravel())
     np.testing.assert_allclose(pairs.reshape(5, 3), scores, rtol=1e-5)
+    even = np.arange(500) % 2 == 0
+    filtered, _ = index.search(vectors[:5], 3, even)
+    assert (filtered % 2 == 0).all() and filtered[[0, 2, 4], 0].tolist() == [0, 2, 4]
     index.save(tmp_path)
     loaded = DenseNameIndex.load(tmp_path)
     assert loaded.params == index.params and len(loaded) == 500
