@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import copy
 import json
+import threading
+from collections import OrderedDict
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -35,6 +37,9 @@ MATRIX_STEM, POSTINGS_STEM = "tfidf_matrix", "tfidf_postings"
 _CSR_ARRAYS = ("data", "indices", "indptr")
 #: Where bundles built before the arrays were stored keep the name matrix (inverted index computed on load).
 LEGACY_MATRIX_FILE = "tfidf_matrix.npz"
+#: Query vectors whose rescored shortlist `search_vectors` remembers: `link` searches each span
+#: string twice (its recall gate, then the hybrid ranker), as a translating generator does its renderings.
+REMEMBERED_SHORTLISTS = 16_384
 
 
 @dataclass(frozen=True)
@@ -95,6 +100,7 @@ class TfidfNameIndex:
         self._selective = sp.diags((np.diff(postings.indptr) <= limit).astype(np.float32)).tocsr()
         self._postings = postings  # n-grams × strings: an inverted index
         self._searchable = self.matrix.shape[0]  # strings a search may return (`restricted`)
+        self._shortlists = _Shortlists()
 
     def transform(self, strings: list[str]) -> sp.csr_matrix:
         """L2-normalised query vectors over the vocabulary, whose norm also counts the query's
@@ -110,6 +116,7 @@ class TfidfNameIndex:
         view._postings = self._postings.multiply(allowed.astype(np.float32)[np.newaxis, :]).tocsr()
         view._postings.eliminate_zeros()  # emptied, not merely zeroed: top-k must not return them
         view._searchable = int(allowed.sum())
+        view._shortlists = _Shortlists()
         return view
 
     def search(self, strings: list[str], k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -121,12 +128,21 @@ class TfidfNameIndex:
         postings = self._postings
         if self.params.exhaustive:
             return _top_k_rows(queries @ postings, k)
-        candidates, _ = _top_k_rows((queries @ self._selective) @ postings, max(k, self.params.pool))
-        rows, scores = self._rescore(queries, candidates, k)
-        thin = np.flatnonzero((candidates[:, : min(k, self._searchable)] < 0).any(axis=1))
+        if k > self.params.pool:
+            candidates, _ = _top_k_rows((queries @ self._selective) @ postings, k)
+            rows, scores = self._rescore(queries, candidates, k)
+        else:  # the whole shortlist rescored, remembered per query vector: any k up to `pool` is a prefix of it
+            rows, scores = self._shortlists.get(queries, self._shortlisted)
+            rows, scores = rows[:, :k].copy(), scores[:, :k].copy()
+        thin = np.flatnonzero((rows[:, : min(k, self._searchable)] < 0).any(axis=1))
         if len(thin):
             rows[thin], scores[thin] = _top_k_rows(queries[thin] @ postings, k)
         return rows, scores
+
+    def _shortlisted(self, queries: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
+        """Each query's `pool` shortlisted strings by their exact cosine, best first (-1 / 0.0 past its shortlist)."""
+        candidates, _ = _top_k_rows((queries @ self._selective) @ self._postings, self.params.pool)
+        return self._rescore(queries, candidates, self.params.pool)
 
     def _rescore(self, queries: sp.csr_matrix, candidates: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         query_rows, slots = np.nonzero(candidates >= 0)
@@ -179,6 +195,36 @@ def _load_csr(directory: Path, stem: str, columns: int) -> sp.csr_matrix:
     if len(data) != len(indices) or not len(indptr) or indptr[-1] != len(data):
         raise ValueError(f"{directory}: the arrays of {stem} do not form a sparse matrix")
     return sp.csr_matrix((data, indices, indptr), shape=(len(indptr) - 1, columns), copy=False)
+
+
+class _Shortlists:
+    """Least-recently-used memory of `_shortlisted` results, keyed by each query vector's n-grams
+    and weights (a row's result does not depend on the rows searched beside it)."""
+
+    def __init__(self, max_entries: int = REMEMBERED_SHORTLISTS):
+        self.max_entries = max_entries
+        self._found: OrderedDict[bytes, tuple[np.ndarray, np.ndarray]] = OrderedDict()
+        self._lock = threading.Lock()  # a served bundle is searched from several threads
+
+    def get(self, queries: sp.csr_matrix, shortlisted) -> tuple[np.ndarray, np.ndarray]:
+        if not queries.shape[0]:
+            return shortlisted(queries)
+        keys = [queries.indices[start:end].tobytes() + queries.data[start:end].tobytes()
+                for start, end in zip(queries.indptr[:-1], queries.indptr[1:])]
+        with self._lock:
+            known = {key: self._found[key] for key in dict.fromkeys(keys) if key in self._found}
+        missing = [position for position, key in enumerate(keys) if key not in known]
+        if missing:
+            rows, scores = shortlisted(queries[missing])
+            known.update((keys[position], (rows[row].copy(), scores[row].copy()))  # not views: kept alone
+                         for row, position in enumerate(missing))
+        with self._lock:
+            for key in keys:
+                self._found[key] = known[key]
+                self._found.move_to_end(key)
+            while len(self._found) > self.max_entries:
+                self._found.popitem(last=False)
+        return np.stack([known[key][0] for key in keys]), np.stack([known[key][1] for key in keys])
 
 
 def _top_k_rows(scores: sp.csr_matrix, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -72,6 +72,24 @@ def test_shortlist_search_agrees_with_exhaustive_search(params):
     np.testing.assert_allclose(fast_scores, slow_scores, rtol=1e-5)
 
 
+def test_a_remembered_shortlist_answers_as_a_fresh_search_would():
+    """Searches repeated in any batch and for any k give what an index that never searched gives."""
+    rng = np.random.default_rng(1)
+    words = ["cardio", "myo", "pathy", "itis", "hepat", "nephr", "osis", "oma", "neuro", "gastr", "algia"]
+    strings = sorted({" ".join(rng.choice(words, size=rng.integers(1, 4))) for _ in range(400)})
+    queries = [" ".join(rng.choice(words, size=2)) for _ in range(30)] + ["zzzz", "cardio"]
+    params = TfidfParams(pool=8, min_posting_limit=1, max_posting_fraction=0.05)
+    index = TfidfNameIndex.fit(strings, params)
+    for k, batch in [(4, queries[:20]), (8, queries[10:]), (2, queries[::-1]), (12, queries), (8, queries[:0])]:
+        rows, scores = index.search(batch, k)
+        fresh_rows, fresh_scores = TfidfNameIndex.fit(strings, params).search(batch, k)
+        np.testing.assert_array_equal(rows, fresh_rows)
+        np.testing.assert_array_equal(scores, fresh_scores)
+    allowed = np.arange(len(strings)) % 3 == 0
+    rows, _ = index.restricted(allowed).search(queries, 4)
+    assert allowed[rows[rows >= 0]].all()  # not the unrestricted index's remembered shortlists
+
+
 def test_index_save_load_round_trip(tmp_path):
     table = NameTable.from_kb(tiny_kb())
     index = TfidfNameIndex.fit(table.strings, TfidfParams(ngram_max=4))
