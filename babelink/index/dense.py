@@ -268,9 +268,8 @@ class _IvfFastScan(_Flat):
     `REFINE_FACTOR` · k best are re-ranked on the exact vectors kept beside them. On open-umls's
     approximate name vectors, 256 of 1,723 lists: 0.10 ms a query where the same lists' full
     vectors took 0.57 (and an exact scan 0.31), finding 97.3% of an exact scan's top 32 against
-    97.6% (notes, 2026-11-27)."""
-
-    mmap_flag = "IO_FLAG_MMAP"
+    97.6% (notes, 2026-11-27). A read-only load maps the re-ranking vectors (`_Flat.mmap_flag`): at
+    2M names, reading their 1 GB doubled the CLI's start-up."""
 
     def factory(self, params: DenseParams, count: int, dimension: int) -> str:
         nlist = params.nlist or max(1, min(int(4 * math.sqrt(count)), count // 39))
