@@ -231,8 +231,7 @@ class _IvfPq:
                                 f"the KB has {count:,}; use --index flat or hnsw")
         if dimension % params.pq_bytes:
             raise BabelinkError(f"pq_bytes={params.pq_bytes} must divide the vector dimension {dimension}")
-        nlist = params.nlist or max(1, min(int(4 * math.sqrt(count)), count // 39))
-        return f"OPQ{params.pq_bytes},IVF{nlist},PQ{params.pq_bytes}"
+        return f"OPQ{params.pq_bytes},IVF{_nlist(params, count)},PQ{params.pq_bytes}"
 
     def configure(self, index, params: DenseParams) -> None:
         ivf = _faiss().extract_index_ivf(index)
@@ -252,7 +251,7 @@ class _IvfFlat(_Flat):
     mmap_flag = "IO_FLAG_MMAP"
 
     def factory(self, params: DenseParams, count: int, dimension: int) -> str:
-        return f"IVF{params.nlist or max(1, min(int(4 * math.sqrt(count)), count // 39))},Flat"
+        return f"IVF{_nlist(params, count)},Flat"
 
     def configure(self, index, params: DenseParams) -> None:
         ivf = _faiss().extract_index_ivf(index)
@@ -272,8 +271,7 @@ class _IvfFastScan(_Flat):
     2M names, reading their 1 GB doubled the CLI's start-up."""
 
     def factory(self, params: DenseParams, count: int, dimension: int) -> str:
-        nlist = params.nlist or max(1, min(int(4 * math.sqrt(count)), count // 39))
-        return f"IVF{nlist},PQ{dimension}x4fs,Refine(Flat)"
+        return f"IVF{_nlist(params, count)},PQ{dimension}x4fs,Refine(Flat)"
 
     def configure(self, index, params: DenseParams) -> None:
         faiss = _faiss()
@@ -284,6 +282,11 @@ class _IvfFastScan(_Flat):
         faiss = _faiss()
         return faiss.IndexRefineSearchParameters(
             k_factor=REFINE_FACTOR, base_index_params=faiss.SearchParametersIVF(sel=selector, nprobe=params.nprobe))
+
+
+def _nlist(params: DenseParams, count: int) -> int:
+    """Inverted lists of an IVF layout: `params.nlist`, else 4·√n, at least 39 training vectors each."""
+    return params.nlist or max(1, min(int(4 * math.sqrt(count)), count // 39))
 
 
 #: FAISS layout of each `DenseParams.kind` a `DenseNameIndex` builds (`lazy` builds none: `index.lazy`).

@@ -129,20 +129,20 @@ class TfidfNameIndex:
         if self.params.exhaustive:
             return _top_k_rows(queries @ postings, k)
         if k > self.params.pool:
-            candidates, _ = _top_k_rows((queries @ self._selective) @ postings, k)
-            rows, scores = self._rescore(queries, candidates, k)
+            rows, scores = self._shortlisted(queries, k)
         else:  # the whole shortlist rescored, remembered per query vector: any k up to `pool` is a prefix of it
-            rows, scores = self._shortlists.get(queries, self._shortlisted)
-            rows, scores = rows[:, :k].copy(), scores[:, :k].copy()
+            rows, scores = self._shortlists.get(queries, lambda missing: self._shortlisted(missing, self.params.pool))
+            rows, scores = rows[:, :k], scores[:, :k]
         thin = np.flatnonzero((rows[:, : min(k, self._searchable)] < 0).any(axis=1))
         if len(thin):
             rows[thin], scores[thin] = _top_k_rows(queries[thin] @ postings, k)
         return rows, scores
 
-    def _shortlisted(self, queries: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
-        """Each query's `pool` shortlisted strings by their exact cosine, best first (-1 / 0.0 past its shortlist)."""
-        candidates, _ = _top_k_rows((queries @ self._selective) @ self._postings, self.params.pool)
-        return self._rescore(queries, candidates, self.params.pool)
+    def _shortlisted(self, queries: sp.csr_matrix, width: int) -> tuple[np.ndarray, np.ndarray]:
+        """Each query's `width` strings shortlisted by selective n-grams, by their exact cosine, best
+        first (-1 / 0.0 past its shortlist)."""
+        candidates, _ = _top_k_rows((queries @ self._selective) @ self._postings, width)
+        return self._rescore(queries, candidates, width)
 
     def _rescore(self, queries: sp.csr_matrix, candidates: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         query_rows, slots = np.nonzero(candidates >= 0)
