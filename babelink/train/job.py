@@ -221,8 +221,10 @@ class Job:
         self.work = Path(tempfile.mkdtemp(prefix="babelink-job-"))
         self.out.mkdir(parents=True, exist_ok=True)
         self.results: dict = {
+            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "device": _device_name(self.device), "torch": torch.__version__,
             "pack": {k: self.manifest[k] for k in ("commit", "created", "base", "bytes")},
+            "budget": {"minutes": minutes, "max_steps": max_steps, "distractors": distractors},
             "plan": [asdict(stage) for stage in plan], "stages": {}, "evaluation": {}}
         self.checkpoints: dict[str, Path] = {}
         self.rates: dict[str, float] = {}

@@ -97,27 +97,36 @@ def test_a_pack_over_its_limit_is_refused_and_not_written(tmp_path):
         packs.read_manifest(tmp_path)
 
 
-def test_the_job_trains_evaluates_and_ships_artefacts_for_the_full_base(tiny_pack, tmp_path, monkeypatch):
+@pytest.fixture(scope="module")
+def job_run(tiny_pack, tmp_path_factory):
+    """The whole plan run once, two steps a stage: (results, OUT)."""
+    folder = tmp_path_factory.mktemp("job")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("BABELINK_HOME", str(folder / "home"))
+        return Job(tiny_pack, folder / "out", minutes=30, device="cpu", max_steps=2, plan=PLAN).run(), folder / "out"
+
+
+def test_the_job_trains_evaluates_and_ships_artefacts_for_the_full_base(job_run, tiny_pack, tmp_path, monkeypatch):
     monkeypatch.setenv("BABELINK_HOME", str(tmp_path / "home"))
-    results = Job(tiny_pack, tmp_path / "out", minutes=30, device="cpu", max_steps=2, plan=PLAN).run()
-    assert json.loads((tmp_path / "out" / "results.json").read_text()) == json.loads(json.dumps(results))
+    results, out = job_run
+    assert json.loads((out / "results.json").read_text()) == json.loads(json.dumps(results))
     assert set(results["evaluation"]) == {"base", "loo", "sap", "student", "dual"}
     assert results["evaluation"]["base"]["xlbel-de"]["de"]["n"] == 2
     assert all("error" not in stage for stage in results["stages"].values()), results["stages"]
     assert results["stages"]["sap"]["steps"] == 2 and len(results["stages"]["sap"]["dev_scores"]) >= 2
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
+    assert sorted(p.name for p in (out).iterdir()) == [
         "dual.safetensors", "job.log", "results.json", "sap.safetensors", "student.safetensors"]
 
     assert results["plan"][0]["hold_out"] == ("de",)
-    sap = read_manifest(tmp_path / "out" / "sap.safetensors")
+    sap = read_manifest(out / "sap.safetensors")
     assert sap["kind"] == "lora" and sap["base"]["sha256"] == base_sha256()
     assert sap["training"]["sources"] == {"open-umls": packs.LICENCES["open-umls"][0]}
     assert sap["training"]["default_eligible"] and sap["evaluation"]["xlbel-de"]["all"]["n"] == 2
-    student = read_manifest(tmp_path / "out" / "student.safetensors")
+    student = read_manifest(out / "student.safetensors")
     assert student["kind"] == "student" and student["layers"] == 2
     assert set(results["evaluation"]["dual"]) == {"docs-test"}
     assert results["evaluation"]["dual"]["docs-test"]["strict"]["gold"] == 2
-    dual = read_manifest(tmp_path / "out" / "dual.safetensors")
+    dual = read_manifest(out / "dual.safetensors")
     assert dual["kind"] == "dual" and dual["entity_encoder"] == "sap" and dual["settings"] == sap["settings"]
     assert set(dual["training"]["sources"]) == {"open-umls", "ncbi-disease"}
     assert not dual["training"]["default_eligible"]
@@ -129,8 +138,8 @@ def test_the_job_trains_evaluates_and_ships_artefacts_for_the_full_base(tiny_pac
 
     convert_e5_file(tiny_pack / packs.BASE_FILE, pruned)
     for name in ("sap", "student"):
-        apply_artefact(tmp_path / "out" / f"{name}.safetensors", bundled_e5_path(), base_sha256(), tmp_path / name)
-        apply_artefact(tmp_path / "out" / f"{name}.safetensors", pruned, base_sha256(), tmp_path / f"{name}-pruned")
+        apply_artefact(out / f"{name}.safetensors", bundled_e5_path(), base_sha256(), tmp_path / name)
+        apply_artefact(out / f"{name}.safetensors", pruned, base_sha256(), tmp_path / f"{name}-pruned")
         full = TransformerEncoder(tmp_path / name).encode(texts)
         small = TransformerEncoder(tmp_path / f"{name}-pruned").encode(texts)
         np.testing.assert_allclose(full, small, atol=1e-5)
@@ -146,7 +155,7 @@ def test_the_job_trains_evaluates_and_ships_artefacts_for_the_full_base(tiny_pac
     from babelink.train.dual import link_scores
 
     identity = {"name": "sap", "fingerprint": checkpoint_fingerprint(tmp_path / "sap"), "dimension": 384}
-    apply_artefact(tmp_path / "out" / "dual.safetensors", bundled_e5_path(), base_sha256(), tmp_path / "dual",
+    apply_artefact(out / "dual.safetensors", bundled_e5_path(), base_sha256(), tmp_path / "dual",
                    lambda staging, manifest, tensors: write_head(staging, manifest, tensors, identity))
     bundle = load_bundle(build_bundle(read_kb(tiny_pack / "kb" / "umls" / "CTD_diseases.tsv"), tmp_path / "bundle",
                                       encoder=tmp_path / "sap", dense_params=DenseParams(kind="lazy")))
@@ -155,6 +164,25 @@ def test_the_job_trains_evaluates_and_ships_artefacts_for_the_full_base(tiny_pac
                                                                         dual["dual"]["sparse_weight"])
     test = packs.read_pack_documents(tiny_pack, packs.read_manifest(tiny_pack)["documents"]["docs-test"])
     assert link_scores(DualLinker(model, bundle), test)["strict"]["gold"] == 2
+
+
+def test_a_run_is_published_with_every_stage_model_and_set(job_run):
+    """`benchmarks/gpu_job.py` renders what the job writes: this test keeps the two in step."""
+    results, out = job_run
+    sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
+    try:
+        import gpu_job
+    finally:
+        sys.path.pop(0)
+    record = gpu_job.kept_copy(out / "results.json", results)
+    text = gpu_job.section(gpu_job.read_results(out / "results.json"), record)
+    assert text.startswith(f"## {results['started'][:10]} — the GPU training job (commit `")
+    assert "--minutes 30` on CPU" in text and "a toy run (max_steps 2): it measures nothing" in text
+    assert "| loo | SAP (003, 001) | umls, corpus-train, MUSE pairs | de | 2 | 20 |" in text
+    assert "| student | student, 2 layers | distilled from sap | — | 2 |" in text and "| student.safetensors |" in text
+    assert "| set | language | queries | left out by | base | loo | sap | student |" in text
+    assert "\n| xlbel-de | de | 2 | loo | " in text and "\n| quaero-dev | fr | 1 | — | " in text
+    assert "\n| docs-test | dual | " in text and text.rstrip().endswith(" | 2 |")
 
 
 def test_the_job_runs_on_a_machine_without_the_readers_dependencies(tiny_pack, tmp_path):

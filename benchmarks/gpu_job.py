@@ -1,0 +1,170 @@
+"""Publish a run of the GPU training job (`python -m babelink.train.job`, docs/training.md §4).
+
+    python benchmarks/gpu_job.py OUT/results.json [--no-write]
+
+The job runs on a lent GPU and returns `results.json`; this script, run here on it, keeps a copy
+beside the logs (`benchmarks/log/gpu-job-<date>.json`, the record the section's command reads
+again) and appends a section to `benchmarks/log/training.md`: each stage's sources, languages left
+out, steps and seconds; every model on every evaluation set, per language, beside the untrained
+base evaluated by the same run; the one-pass model's end-to-end scores. A stage that failed is
+shown with its error, a run cut short with the stages it finished.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from report import ROOT, publish
+from results_page import write_atomically
+
+LOG_DIR = ROOT / "benchmarks" / "log"
+BASE = "base"
+
+
+class ResultsError(Exception):
+    """A results file this script cannot read, naming the file and the field."""
+
+
+def read_results(path: Path) -> dict:
+    try:
+        results = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ResultsError(f"{path}: not a readable results.json of the GPU job ({error})") from None
+    for field in ("device", "torch", "pack", "plan", "stages", "evaluation"):
+        if field not in results:
+            raise ResultsError(f"{path}: no {field!r} field: not a results.json of the GPU job")
+    if BASE not in results["evaluation"]:
+        raise ResultsError(f"{path}: the run evaluated no base model (field 'evaluation.base'): it has no baseline")
+    return results
+
+
+def run_date(results: dict) -> str:
+    """The day the job ran (runs before it recorded its start: the day its pack was built)."""
+    return results.get("started", results["pack"]["created"])[:10]
+
+
+def kept_copy(results_file: Path, results: dict) -> Path:
+    """Where the results are kept beside the logs, named by the day of the run and its commit."""
+    if results_file.resolve().parent == LOG_DIR.resolve():
+        return results_file
+    return LOG_DIR / f"gpu-job-{run_date(results)}-{results['pack']['commit'][:7]}.json"
+
+
+def section(results: dict, record: Path) -> str:
+    pack, budget = results["pack"], results.get("budget", {})
+    toy = {key: value for key, value in budget.items() if key != "minutes" and value is not None}
+    lines = [f"## {run_date(results)} — the GPU training job (commit `{pack['commit'][:7]}`)", "",
+             f"Command: `python benchmarks/gpu_job.py {record.relative_to(ROOT)}` · the job: `python3 -m "
+             f"babelink.train.job --pack pack --out $OUT --minutes {budget.get('minutes', '?')}` on "
+             f"{results['device']}, torch {results['torch']}, {results.get('seconds', '?')} s in all"
+             + (f" · a toy run ({', '.join(f'{k} {v}' for k, v in toy.items())}): it measures nothing" if toy else "")
+             + f" · pack: `make pack` ({pack['bytes'] / 2**20:.1f} MiB, base {pack['base']['name']} "
+             f"pruned to {pack['base']['pieces']:,} pieces)", ""]
+    lines += _stage_table(results) + [""]
+    if models := [name for name in results["evaluation"] if _is_normalization(results["evaluation"][name])]:
+        lines += [("Acc@1 / Acc@5 of each model's nearest names, against the whole KB of the set; "
+                   "`left out by`: the stages that never trained on the language."), ""]
+        lines += _normalization_table(results, models) + [""]
+    if linking := [name for name in results["evaluation"] if not _is_normalization(results["evaluation"][name])]:
+        lines += _linking_table(results, linking) + [""]
+    return "\n".join(lines)
+
+
+def _is_normalization(evaluation: dict) -> bool:
+    return all("all" in value for value in evaluation.values())
+
+
+def _stage_table(results: dict) -> list[str]:
+    rows = ["| stage | kind | trained on | languages left out | steps | items | training s | artefact |",
+            "|---|---|---|---|---:|---:|---:|---|"]
+    for stage in results["plan"]:
+        name = stage["name"]
+        kind, sources = _kind_and_sources(stage)
+        record = results["stages"].get(name)
+        if record is None:
+            rows.append(f"| {name} | {kind} | {sources} | {_listed(stage.get('hold_out'))} | — | — | — | not run |")
+        elif "error" in record:
+            error = record["error"].replace("|", "\\|").splitlines()[0][:120]
+            rows.append(f"| {name} | {kind} | {sources} | {_listed(stage.get('hold_out'))} | — | — | — "
+                        f"| failed: {error} |")
+        else:
+            rows.append(f"| {name} | {kind} | {sources} | {_listed(stage.get('hold_out'))} | {record['steps']:,} "
+                        f"| {record['items']:,} | {record['seconds']:.0f} | {record.get('artefact', 'not shipped')} |")
+    return rows
+
+
+def _kind_and_sources(stage: dict) -> tuple[str, str]:
+    if "teacher" in stage:
+        return f"student, {stage['layers']} layers", f"distilled from {stage['teacher']}"
+    if "init" in stage:
+        return "one-pass (004)", f"{_listed(stage['train'])}, from {stage['init']}"
+    sources = list(stage["names"]) + (["MUSE pairs"] if stage.get("translations") else [])
+    return "SAP (003, 001)", _listed(sources)
+
+
+def _listed(values) -> str:
+    return ", ".join(values) if values else "—"
+
+
+def _normalization_table(results: dict, models: list[str]) -> list[str]:
+    held = {stage["name"]: set(stage.get("hold_out") or ()) for stage in results["plan"]}
+    rows = [f"| set | language | queries | left out by | {' | '.join(models)} |",
+            "|---|---|---:|---|" + "---:|" * len(models)]
+    sets = dict.fromkeys(key for model in models for key in results["evaluation"][model])
+    for key in sets:
+        base = results["evaluation"][BASE].get(key, {})
+        languages = [lang for lang in base if lang != "all"] + (["all"] if len(base) > 2 else [])
+        for lang in languages:
+            left_out = [name for name in models if lang in held.get(name, ())]
+            cells = [_pair(results["evaluation"][model].get(key, {}).get(lang)) for model in models]
+            rows.append(f"| {key} | {lang} | {base[lang]['n']:,} | {_listed(left_out)} | {' | '.join(cells)} |")
+    xlbel = [key for key in sets if key.startswith("xlbel-")]
+    if len(xlbel) > 1:  # the issue's headline figure: the unweighted mean over XL-BEL's languages
+        cells = [_mean([results["evaluation"][model].get(key, {}).get("all") for key in xlbel]) for model in models]
+        rows.append(f"| XL-BEL mean | {', '.join(k.removeprefix('xlbel-') for k in xlbel)} | — | — "
+                    f"| {' | '.join(cells)} |")
+    return rows
+
+
+def _pair(value: dict | None) -> str:
+    return "—" if value is None else f"{value['acc1']:.3f} / {value['acc5']:.3f}"
+
+
+def _mean(values: list[dict | None]) -> str:
+    if any(value is None for value in values):
+        return "—"
+    return (f"{sum(v['acc1'] for v in values) / len(values):.3f} / "
+            f"{sum(v['acc5'] for v in values) / len(values):.3f}")
+
+
+def _linking_table(results: dict, models: list[str]) -> list[str]:
+    rows = ["| corpus | system | strict P | strict R | strict F1 | partial F1 | gold |",
+            "|---|---|---:|---:|---:|---:|---:|"]
+    for model in models:
+        for corpus, scores in results["evaluation"][model].items():
+            strict, partial = scores["strict"], scores["partial"]
+            rows.append(f"| {corpus} | {model} | {strict['precision']:.3f} | {strict['recall']:.3f} "
+                        f"| **{strict['f1']:.3f}** | {partial['f1']:.3f} | {strict['gold']:,} |")
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("results", type=Path, help="the job's results.json")
+    parser.add_argument("--no-write", action="store_true", help="print the section without logging it")
+    args = parser.parse_args(argv)
+    try:
+        results = read_results(args.results)
+    except ResultsError as error:
+        raise SystemExit(f"error: {error}") from None
+    record = kept_copy(args.results, results)
+    if not args.no_write and record != args.results:
+        write_atomically(record, args.results.read_text(encoding="utf-8"))
+    publish(section(results, record), not args.no_write, "training")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,53 @@
+"""`benchmarks/gpu_job.py` on results files it cannot use, and on a run cut short (the rendering of
+a whole run is checked beside the job itself, tests/train/test_job.py)."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+import gpu_job
+
+sys.path.pop(0)
+
+PLAN = [{"name": "sap", "names": ["umls"], "translations": True, "hold_out": ["de"]},
+        {"name": "student", "teacher": "sap", "layers": 3}]
+RESULTS = {"started": "2031-05-06T07:08:09Z", "device": "NVIDIA H200 (CUDA 13.0)", "torch": "2.11.0",
+           "pack": {"commit": "abcdef1234", "created": "2031-05-05T00:00:00Z", "bytes": 44 * 2**20,
+                    "base": {"name": "e5", "pieces": 83290}},
+           "budget": {"minutes": 7.5, "max_steps": None, "distractors": None}, "plan": PLAN,
+           "stages": {"sap": {"error": "OutOfMemoryError: CUDA out of memory | tried 2 GiB\nmore"}},
+           "evaluation": {"base": {"xlbel-de": {"de": {"n": 9, "acc1": 0.5, "acc5": 0.75},
+                                                "all": {"n": 9, "acc1": 0.5, "acc5": 0.75}},
+                                   "xlbel-en": {"en": {"n": 4, "acc1": 0.25, "acc5": 1.0},
+                                                "all": {"n": 4, "acc1": 0.25, "acc5": 1.0}}}},
+           "seconds": 450.2}
+
+
+def test_a_failed_stage_and_one_never_run_are_shown_as_such(tmp_path):
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(RESULTS))
+    text = gpu_job.section(gpu_job.read_results(path), gpu_job.kept_copy(path, RESULTS))
+    assert text.startswith("## 2031-05-06 — the GPU training job (commit `abcdef1`)")
+    assert "benchmarks/log/gpu-job-2031-05-06-abcdef1.json` · the job: " in text and "toy run" not in text
+    assert "| sap | SAP (003, 001) | umls, MUSE pairs | de | — | — | — | failed: OutOfMemoryError: CUDA out of " \
+           "memory \\| tried 2 GiB |" in text
+    assert "| student | student, 3 layers | distilled from sap | — | — | — | — | not run |" in text
+    assert "| xlbel-de | de | 9 | — | 0.500 / 0.750 |" in text
+    assert "| XL-BEL mean | de, en | — | — | 0.375 / 0.875 |" in text
+    assert "strict F1" not in text  # no one-pass model evaluated
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    ("{", "not a readable results.json"),
+    (json.dumps({k: v for k, v in RESULTS.items() if k != "plan"}), "no 'plan' field"),
+    (json.dumps({**RESULTS, "evaluation": {}}), "no base model"),
+])
+def test_a_file_that_is_not_a_run_is_refused_naming_it(tmp_path, content, message):
+    path = tmp_path / "results.json"
+    path.write_text(content)
+    with pytest.raises(SystemExit, match=message) as raised:
+        gpu_job.main([str(path), "--no-write"])
+    assert str(path) in str(raised.value)
