@@ -2,7 +2,7 @@
 
     python benchmarks/end_to_end.py [--data ../shared/data] [--no-write]
         [--sets ncbi bc5cdr mantra-en …] [--dft-ratios 0.2 …] [--filter-sets ncbi …] [--filter-minutes 20]
-        [--filter-layers 6]        [--ner ncbi=DIR bc5cdr=DIR] [--lazy] [--tune]
+        [--filter-layers 6]        [--ner ncbi=DIR bc5cdr=DIR] [--lazy] [--encoder NAME …] [--tune]
 
 Systems, all on span enumeration (k = 3 words, KB-protected stop words, 000 §4.2):
 - **sparse baseline**: the char n-gram TF-IDF matcher alone, no labeled spans, no filter (the
@@ -20,6 +20,9 @@ Systems, all on span enumeration (k = 3 words, KB-protected stop words, 000 §4.
   `--index lazy` (no name encoded at build; the embedded default's), its thresholds tuned on dev
   on their own. Its names are encoded into the vector store while dev is tuned, so its docs/s is
   that of a warm store.
+- **hybrid + spans, encoder NAME** (`--encoder NAME`, repeatable): the default linker over bundles
+  built with another encoder (a packaged trained one such as `e5-sap`, or a checkpoint directory),
+  its thresholds tuned on dev on their own: a trained encoder beside the bundled one, same run.
 
 Thresholds (recall, link, overlap policy) are chosen on the dev split only (`--tune` prints the
 grid); Mantra GSC has no training split and is linked with the open-umls bundle and the
@@ -67,6 +70,7 @@ SPARSE_LINK_GRID = (0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
 NER_LINK_GRID = (0.0, 0.8, 0.85, 0.9, 0.92, 0.94, 0.96, 0.98)
 NER_SYSTEM = "ner + hybrid + spans"
 LAZY_SYSTEM = "hybrid + spans, lazy index"
+ENCODER_SYSTEM = "hybrid + spans, encoder "  # + the encoder's name
 BATCH = 16
 
 
@@ -140,14 +144,22 @@ def split_train(data: Path, corpus: Corpus, ratio: float) -> tuple[list[Document
 
 def make_linker(data: Path, corpus: Corpus, system: str, ratio: float, params: LinkParams, scratch: Path,
                 filter_dir: str | None = None, detector: MentionDetector | None = None) -> Linker:
-    lazy = {"dense_params": DenseParams(kind="lazy")} if system == LAZY_SYSTEM else {}
-    bundle = load_bundle(cached_bundle(data, corpus.kb, **lazy))
+    bundle = load_bundle(cached_bundle(data, corpus.kb, **bundle_options(system)))
     if system == "sparse baseline":
         return Linker(bundle, SparseGenerator(bundle.kb, bundle.names, bundle.sparse), link_params=params)
     if corpus.train is not None and ratio > 0:
         bundle = with_spans(bundle, split_train(data, corpus, ratio)[0], scratch)
     return Linker(bundle, link_params=params, context_filter=ContextFilter(filter_dir) if filter_dir else None,
                   detector=detector)
+
+
+def bundle_options(system: str) -> dict:
+    """How the bundles of `system` are built, beyond the defaults."""
+    if system == LAZY_SYSTEM:
+        return {"dense_params": DenseParams(kind="lazy")}
+    if system.startswith(ENCODER_SYSTEM):
+        return {"encoder": system.removeprefix(ENCODER_SYSTEM)}
+    return {}
 
 
 class MemoDetector:
@@ -315,6 +327,9 @@ def main() -> None:
     parser.add_argument("--ner", nargs="*", default=[], metavar="CORPUS=DIR",
                         help="learned detectors (`babelink train ner` on the corpus's train split) to run as a system")
     parser.add_argument("--lazy", action="store_true", help=f"run {LAZY_SYSTEM!r} too")
+    parser.add_argument("--encoder", action="append", default=[], metavar="NAME",
+                        help="run the default linker over bundles built with this encoder too (a packaged trained "
+                             "encoder's name or a checkpoint directory)")
     parser.add_argument("--tune", action="store_true", help="print the dev grids too")
     args = arguments(parser.description, parser)
     if malformed := [item for item in args.ner if "=" not in item]:
@@ -325,7 +340,8 @@ def main() -> None:
     data = str(args.data)
     tuning_sets = [key for key in args.sets if CORPORA[key].dev]
     tuned = {}
-    systems = ("sparse baseline", "hybrid + spans", *((LAZY_SYSTEM,) if args.lazy else ()))
+    systems = ("sparse baseline", "hybrid + spans", *((LAZY_SYSTEM,) if args.lazy else ()),
+               *(ENCODER_SYSTEM + name for name in args.encoder))
     for system in systems:
         grids = [_in_child(tune_step, data, key, system, args.dft_ratios[0]) for key in tuning_sets]
         tuned[system] = best_params(grids)

@@ -1,6 +1,6 @@
 """Normalization benchmark: exact match, sparse, dense, hybrid and index switching on four sets.
 
-    python benchmarks/normalization.py [--data ../shared/data] [--no-write] [--kb ctd-medic] [--encoder DIR]
+    python benchmarks/normalization.py [--data ../shared/data] [--no-write] [--kb ctd-medic] [--encoder NAME|DIR]
 
 Builds (or reuses, see `report.cached_bundle`) one default hybrid bundle per KB (open-umls;
 CTD MEDIC), and one with a lazy index for the `lazy index` systems (each set starts from an empty
@@ -11,7 +11,8 @@ attaches the shared MUSE lexicons to the open-umls bundle, which is what `build 
 stores beside the same indexes. The labeled-span index of `hybrid + spans`
 holds the mentions of the corpus's own train split. Every build and every system runs in its
 own process, so peak RSS is that step's alone. `--encoder` builds the bundles with a trained
-checkpoint (e.g. `babelink train sap` output) instead of the bundled encoder. Appends a section
+encoder instead of the bundled one: a packaged artefact's name (`e5-sap`) or a checkpoint
+directory (e.g. `babelink train sap` output). Appends a section
 to benchmarks/log/normalization.md (and regenerates BENCHMARKS.md) unless --no-write.
 """
 
@@ -254,7 +255,9 @@ def report(builds: dict, runs: dict) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kb", choices=list(KB_FILES), action="append", help="only these KBs (default: both)")
-    parser.add_argument("--encoder", default="default", help="encoder checkpoint of the bundles (default: bundled)")
+    parser.add_argument("--encoder", default="default",
+                        help="encoder of the bundles: a packaged trained encoder's name or a checkpoint directory "
+                             "(default: the bundled one)")
     parser.add_argument("--dense-weight", type=float, default=HybridParams().dense_weight,
                         help="hybrid fusion weight (default: the library's; another one tuned on dev for --encoder)")
     parser.add_argument("--switch-threshold", type=float, default=DEFAULT_SWITCH_THRESHOLD,

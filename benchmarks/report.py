@@ -97,9 +97,10 @@ def cached_bundle(data: Path, kb_name: str, *, types: str | None = None, **optio
     key_options = {**options, **({"types": types} if types else {})}
     encoder = options.get("encoder", "default")
     if encoder != "default":  # a retrained checkpoint in the same directory must not reuse the old bundle
+        from babelink.encoders import checkpoint_path
         from babelink.encoders.transformer import checkpoint_fingerprint
 
-        key_options["encoder_fingerprint"] = checkpoint_fingerprint(Path(encoder))
+        key_options["encoder_fingerprint"] = checkpoint_fingerprint(checkpoint_path(encoder))  # a directory or a name
     key = hashlib.sha256(
         json.dumps([tree, FORMAT_VERSION, kb_name, key_options], sort_keys=True, default=str).encode()
     ).hexdigest()[:12]
