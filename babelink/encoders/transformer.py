@@ -62,8 +62,11 @@ def require_checkpoint(path: str | Path) -> Path:
     """`path` made absolute; a clear error where it is not a local checkpoint directory."""
     path = Path(path).absolute()
     if not (path / "config.json").is_file():
-        raise BabelinkError(f"{path}: not a transformers checkpoint directory (no config.json); "
-                            "babelink never downloads models, pass a local directory")
+        from babelink.encoders.artefacts import packaged
+
+        raise BabelinkError(f"{path}: not a transformers checkpoint directory (no config.json); babelink never "
+                            "downloads models, pass a local directory or the name of a packaged trained encoder "
+                            f"({', '.join(packaged()) or 'none in this installation'})")
     return path
 
 

@@ -233,7 +233,7 @@ def test_a_packaged_artefact_is_an_encoder_name(tiny_pack, tmp_path, monkeypatch
 def test_a_packaged_one_pass_model_is_a_model_name(tiny_pack, tmp_path, monkeypatch):
     from babelink.bundle.store import build_bundle
     from babelink.dual.artefact import model_path
-    from babelink.encoders import artefacts
+    from babelink.encoders import artefacts, open_encoder
     from babelink.encoders.transformer import checkpoint_fingerprint
     from babelink.index.dense import DenseParams
     from babelink.kb.readers import read_kb
@@ -249,6 +249,12 @@ def test_a_packaged_one_pass_model_is_a_model_name(tiny_pack, tmp_path, monkeypa
     assert settings["entity_encoder"]["fingerprint"] == checkpoint_fingerprint(artefacts.packaged_checkpoint("sap"))
     with pytest.raises(BabelinkError, match="not a one-pass model; build a bundle with --encoder sap"):
         model_path("sap")
+    with pytest.raises(BabelinkError, match=r"dual-v2: no such model directory, nor a packaged one-pass model of "
+                                            r"that name \(packaged: dual\)"):
+        model_path("dual-v2")
+    with pytest.raises(BabelinkError, match=r"never downloads models, pass a local directory or the name of a "
+                                            r"packaged trained encoder \(sap, dual\)"):
+        open_encoder("sap-v2")
     kb = read_kb(tiny_pack / "kb" / "umls" / "CTD_diseases.tsv")
     bundle = build_bundle(kb, tmp_path / "bundle", encoder="sap", dense_params=DenseParams(kind="lazy"))
     found = Linker.open(bundle, model="dual").link("Cephalalgia and fever were seen.")
