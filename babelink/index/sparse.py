@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import threading
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -40,6 +42,10 @@ LEGACY_MATRIX_FILE = "tfidf_matrix.npz"
 #: Query vectors whose rescored shortlist `search_vectors` remembers: `link` searches each span
 #: string twice (its recall gate, then the hybrid ranker), as a translating generator does its renderings.
 REMEMBERED_SHORTLISTS = 16_384
+#: Queries shortlisted together. Their candidate scores are the search's memory (about 12k names a
+#: query on the embedded default's 248k), so a batch is shortlisted in chunks of at most this many,
+#: two or more at a time: scipy's and numpy's kernels release the GIL.
+QUERIES_PER_CHUNK = 512
 
 
 @dataclass(frozen=True)
@@ -140,7 +146,17 @@ class TfidfNameIndex:
 
     def _shortlisted(self, queries: sp.csr_matrix, width: int) -> tuple[np.ndarray, np.ndarray]:
         """Each query's `width` strings shortlisted by selective n-grams, by their exact cosine, best
-        first (-1 / 0.0 past its shortlist)."""
+        first (-1 / 0.0 past its shortlist); chunks of queries on parallel threads."""
+        threads = _search_threads()
+        size = min(QUERIES_PER_CHUNK, max(1, -(-queries.shape[0] // threads)))
+        chunks = [queries[start : start + size] for start in range(0, queries.shape[0], size)]
+        if len(chunks) < 2:
+            return self._shortlisted_chunk(queries, width)
+        with ThreadPoolExecutor(min(threads, len(chunks))) as pool:
+            found = list(pool.map(lambda chunk: self._shortlisted_chunk(chunk, width), chunks))
+        return np.concatenate([rows for rows, _ in found]), np.concatenate([scores for _, scores in found])
+
+    def _shortlisted_chunk(self, queries: sp.csr_matrix, width: int) -> tuple[np.ndarray, np.ndarray]:
         candidates, _ = _top_k_rows((queries @ self._selective) @ self._postings, width)
         return self._rescore(queries, candidates, width)
 
@@ -225,6 +241,11 @@ class _Shortlists:
             while len(self._found) > self.max_entries:
                 self._found.popitem(last=False)
         return np.stack([known[key][0] for key in keys]), np.stack([known[key][1] for key in keys])
+
+
+def _search_threads() -> int:
+    """The CPUs this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def _top_k_rows(scores: sp.csr_matrix, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -90,6 +90,25 @@ def test_a_remembered_shortlist_answers_as_a_fresh_search_would():
     assert allowed[rows[rows >= 0]].all()  # not the unrestricted index's remembered shortlists
 
 
+def test_a_batch_shortlisted_in_parallel_chunks_answers_as_one_product(monkeypatch):
+    """Chunks of queries on several threads give each query the shortlist a single product gives."""
+    from babelink.index import sparse
+
+    rng = np.random.default_rng(2)
+    words = ["cardio", "myo", "pathy", "itis", "hepat", "nephr", "osis", "oma", "neuro", "gastr", "algia"]
+    strings = sorted({" ".join(rng.choice(words, size=rng.integers(1, 4))) for _ in range(400)})
+    queries = [" ".join(rng.choice(words, size=rng.integers(1, 3))) for _ in range(101)] + ["zzzz"]
+    params = TfidfParams(pool=8, min_posting_limit=1, max_posting_fraction=0.05)
+    monkeypatch.setattr(sparse, "QUERIES_PER_CHUNK", 10**9)
+    monkeypatch.setattr(sparse, "_search_threads", lambda: 1)
+    whole = TfidfNameIndex.fit(strings, params).search(queries, 8)
+    monkeypatch.setattr(sparse, "QUERIES_PER_CHUNK", 7)  # 15 chunks, the last short
+    monkeypatch.setattr(sparse, "_search_threads", lambda: 3)
+    chunked = TfidfNameIndex.fit(strings, params).search(queries, 8)
+    np.testing.assert_array_equal(chunked[0], whole[0])
+    np.testing.assert_array_equal(chunked[1], whole[1])
+
+
 def test_index_save_load_round_trip(tmp_path):
     table = NameTable.from_kb(tiny_kb())
     index = TfidfNameIndex.fit(table.strings, TfidfParams(ngram_max=4))
