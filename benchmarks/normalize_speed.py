@@ -38,10 +38,10 @@ LEXICONS = "translations/muse"
 STAGES = {
     "encoder, all (tokenise, pad, forward, pool)": (("transformer.py", "encode"),),
     "encoder: transformer forward": (("modeling_bert.py", "forward"),),
-    "sparse: TF-IDF transform + shortlist + rescoring": (("sparse.py", "search"),),
+    "sparse: TF-IDF transform + shortlist + rescoring": (("sparse.py", "transform"), ("sparse.py", "search_vectors")),
     "dense: FAISS search": (("dense.py", "search"),),
     "fusion: both scores for the union of shortlists": (("sparse.py", "score_pairs"), ("dense.py", "score_pairs")),
-    "aggregation per concept": (("candidates.py", "concepts"),),
+    "aggregation per concept": (("generators.py", "concepts"),),
     "text normalisation": (("text.py", "normalize_name"),),
 }
 
@@ -74,11 +74,12 @@ def _profile(linker: Linker, mentions: list[str]) -> tuple[float, dict[str, floa
     stats = pstats.Stats(profiler).stats  # (file, line, function) -> (calls, …, cumulative s, callers)
     stages = {}
     for label, pairs in STAGES.items():
-        stages[label] = sum(
-            max((row[3] for (file, _, function), row in stats.items() if file.endswith(name) and function == wanted),
-                default=0.0)
-            for name, wanted in pairs
-        )
+        found = [[row[3] for (file, _, function), row in stats.items() if file.endswith(name) and function == wanted]
+                 for name, wanted in pairs]
+        if missing := [f"{name}:{wanted}" for (name, wanted), rows in zip(pairs, found) if not rows]:
+            # a renamed function would otherwise read as a stage that costs nothing
+            raise SystemExit(f"profile stage {label!r}: no call of {', '.join(missing)}; update STAGES")
+        stages[label] = sum(max(rows) for rows in found)
     return total, stages
 
 
