@@ -27,7 +27,7 @@ def model_path(model: str | Path) -> Path:
     if not Path(model).exists() and str(model) not in available:
         known = ", ".join(name for name, file in available.items() if read_manifest(file)["kind"] == "dual")
         raise BabelinkError(f"{model}: no such model directory, nor a packaged one-pass model of that name "
-                            f"(packaged: {known or 'none in this installation'})")
+                            f"(packaged: {known or 'none in this installation'}); train one with `babelink train dual`")
     if Path(model).is_dir() or str(model) not in available:
         return Path(model)
     manifest = read_manifest(available[str(model)])

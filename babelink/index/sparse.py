@@ -44,8 +44,9 @@ LEGACY_MATRIX_FILE = "tfidf_matrix.npz"
 REMEMBERED_SHORTLISTS = 16_384
 #: Queries shortlisted together. Their candidate scores are the search's memory (about 12k names a
 #: query on the embedded default's 248k), so a batch is shortlisted in chunks of at most this many,
-#: two or more at a time: scipy's and numpy's kernels release the GIL.
-QUERIES_PER_CHUNK = 512
+#: two or more at a time: scipy's and numpy's kernels release the GIL. A batch of fewer than twice
+#: the smaller number (a sentence's spans, one served request) is not worth a thread.
+QUERIES_PER_CHUNK, MIN_QUERIES_PER_CHUNK = 512, 16
 
 
 @dataclass(frozen=True)
@@ -148,7 +149,7 @@ class TfidfNameIndex:
         """Each query's `width` strings shortlisted by selective n-grams, by their exact cosine, best
         first (-1 / 0.0 past its shortlist); chunks of queries on parallel threads."""
         threads = _search_threads()
-        size = min(QUERIES_PER_CHUNK, max(1, -(-queries.shape[0] // threads)))
+        size = min(QUERIES_PER_CHUNK, max(MIN_QUERIES_PER_CHUNK, -(-queries.shape[0] // threads)))
         chunks = [queries[start : start + size] for start in range(0, queries.shape[0], size)]
         if len(chunks) < 2:
             return self._shortlisted_chunk(queries, width)

@@ -103,6 +103,7 @@ def test_a_batch_shortlisted_in_parallel_chunks_answers_as_one_product(monkeypat
     monkeypatch.setattr(sparse, "_search_threads", lambda: 1)
     whole = TfidfNameIndex.fit(strings, params).search(queries, 8)
     monkeypatch.setattr(sparse, "QUERIES_PER_CHUNK", 7)  # 15 chunks, the last short
+    monkeypatch.setattr(sparse, "MIN_QUERIES_PER_CHUNK", 1)
     monkeypatch.setattr(sparse, "_search_threads", lambda: 3)
     chunked = TfidfNameIndex.fit(strings, params).search(queries, 8)
     np.testing.assert_array_equal(chunked[0], whole[0])
