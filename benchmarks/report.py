@@ -79,8 +79,10 @@ def publish(text: str, write: bool, area: str) -> None:
 def cached_bundle(data: Path, kb_name: str, *, types: str | None = None, **options) -> Path:
     """A bundle of a shared KB (`open-umls`, `ctd-medic`) built with `build_bundle` `options`,
     reused across benchmark runs while the code that determines a bundle's content is unchanged
-    (keyed by the committed git trees of `BUNDLE_CODE` and the options), so dense bundles are
-    encoded once per version of that code. `types="hpo"`: the concepts typed by HPO's branches
+    (keyed by the committed sources of `BUNDLE_CODE` and the options), so dense bundles are
+    encoded once per version of that code. Package data beside the code (a trained encoder shipped
+    in `babelink/encoders/trained/`) is not in the key: it changes only bundles built with it,
+    keyed by its fingerprint. `types="hpo"`: the concepts typed by HPO's branches
     (`hpo_branches`), as `babelink build --types-from hp.obo` types them."""
     import hashlib
     import json
@@ -92,8 +94,9 @@ def cached_bundle(data: Path, kb_name: str, *, types: str | None = None, **optio
 
     if types not in (None, "hpo"):
         raise ValueError(f"types: None or 'hpo', not {types!r}")
-    tree = subprocess.run(["git", "rev-parse", *(f"HEAD:{part}" for part in BUNDLE_CODE)], cwd=ROOT,
-                          capture_output=True, text=True, check=False).stdout.split()
+    listing = subprocess.run(["git", "ls-tree", "-r", "HEAD", "--", *BUNDLE_CODE], cwd=ROOT,
+                             capture_output=True, text=True, check=False).stdout.splitlines()
+    tree = [line for line in listing if line.endswith(".py")]  # mode, type, blob and path of each source
     key_options = {**options, **({"types": types} if types else {})}
     encoder = options.get("encoder", "default")
     if encoder != "default":  # a retrained checkpoint in the same directory must not reuse the old bundle
