@@ -47,6 +47,8 @@ REMEMBERED_SHORTLISTS = 16_384
 #: two or more at a time: scipy's and numpy's kernels release the GIL. A batch of fewer than twice
 #: the smaller number (a sentence's spans, one served request) is not worth a thread.
 QUERIES_PER_CHUNK, MIN_QUERIES_PER_CHUNK = 512, 16
+#: Threads at most: a container's CPU quota is not in the affinity mask the count is read from.
+MAX_SEARCH_THREADS = 8
 
 
 @dataclass(frozen=True)
@@ -245,9 +247,9 @@ class _Shortlists:
 
 
 def _search_threads() -> int:
-    """The CPUs this process may run on, at most 8 (a container's CPU quota is not in its affinity)."""
+    """The CPUs this process may run on, up to `MAX_SEARCH_THREADS`."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return min(cpus, 8)
+    return min(cpus, MAX_SEARCH_THREADS)
 
 
 def _top_k_rows(scores: sp.csr_matrix, k: int) -> tuple[np.ndarray, np.ndarray]:
