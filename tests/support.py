@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
 from pathlib import Path
@@ -33,3 +34,13 @@ def babelink(*args, stdin=None) -> subprocess.CompletedProcess:
         [sys.executable, "-c", "from babelink.cli import main; main()", *map(str, args)],
         input=stdin, capture_output=True, text=True, timeout=300, check=False,
     )
+
+
+def benchmark_script(name: str):
+    """A script of `benchmarks/` imported as a module (the scripts import each other by bare name)."""
+    folder = str(Path(__file__).resolve().parents[1] / "benchmarks")
+    sys.path.insert(0, folder)
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(folder)

@@ -2,15 +2,11 @@
 a whole run is checked beside the job itself, tests/train/test_job.py)."""
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
+from support import benchmark_script
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-import gpu_job
-
-sys.path.pop(0)
+gpu_job = benchmark_script("gpu_job")
 
 PLAN = [{"name": "sap", "names": ["umls"], "translations": True, "hold_out": ["de"]},
         {"name": "student", "teacher": "sap", "layers": 3}]

@@ -1,24 +1,13 @@
 """BENCHMARKS.md is generated from the logs: the committed page matches them, and a new section becomes current."""
 
-import importlib.util
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
+from support import benchmark_script
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _load_results_page():
-    spec = importlib.util.spec_from_file_location("results_page", ROOT / "benchmarks" / "results_page.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    return module
-
-
-results_page = _load_results_page()
+results_page = benchmark_script("results_page")
 
 SECTION = """
 ## 2031-01-02 — normalization (commit `abcdef1`)

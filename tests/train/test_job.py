@@ -168,12 +168,10 @@ def test_the_job_trains_evaluates_and_ships_artefacts_for_the_full_base(job_run,
 
 def test_a_run_is_published_with_every_stage_model_and_set(job_run):
     """`benchmarks/gpu_job.py` renders what the job writes: this test keeps the two in step."""
+    from support import benchmark_script
+
     results, out = job_run
-    sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
-    try:
-        import gpu_job
-    finally:
-        sys.path.pop(0)
+    gpu_job = benchmark_script("gpu_job")
     record = gpu_job.kept_copy(out / "results.json", results)
     text = gpu_job.section(gpu_job.read_results(out / "results.json"), record)
     assert text.startswith(f"## {results['started'][:10]} — the GPU training job (commit `")
