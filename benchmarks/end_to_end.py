@@ -52,6 +52,9 @@ from babelink.bundle.store import DEFAULT_SWITCH_THRESHOLD, build_bundle, load_b
 from babelink.detect import MentionDetector
 from babelink.detect.ner import NerDetector
 from babelink.detect.overlaps import OVERLAP_POLICIES, resolve_overlaps
+from babelink.encoders import checkpoint_path
+from babelink.encoders.transformer import require_checkpoint
+from babelink.errors import BabelinkError
 from babelink.eval.metrics import span_scores
 from babelink.formats import read_documents
 from babelink.formats.document import Document
@@ -335,6 +338,11 @@ def main() -> None:
     if malformed := [item for item in args.ner if "=" not in item]:
         parser.error(f"--ner takes CORPUS=DIR, got {malformed[0]!r}")
     ner_dirs = dict(item.split("=", 1) for item in args.ner)
+    for name in args.encoder:  # a wrong name fails here, not in a child process after the first systems ran
+        try:
+            require_checkpoint(checkpoint_path(name))
+        except BabelinkError as error:
+            parser.error(f"--encoder: {error}")
     if unknown := set(ner_dirs) - set(args.sets):
         parser.error(f"--ner for corpora not in --sets: {', '.join(sorted(unknown))}")
     data = str(args.data)
