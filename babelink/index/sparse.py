@@ -128,6 +128,10 @@ class TfidfNameIndex:
         view._shortlists = _Shortlists()
         return view
 
+    def clear(self) -> None:
+        """Forget the remembered shortlists (a benchmark timing the search starts from here)."""
+        self._shortlists = _Shortlists()
+
     def search(self, strings: list[str], k: int) -> tuple[np.ndarray, np.ndarray]:
         """Top-k string indices and cosine scores per query, best first; -1 / 0.0 pad missing hits."""
         return self.search_vectors(self.transform(strings), k)
@@ -150,7 +154,7 @@ class TfidfNameIndex:
     def _shortlisted(self, queries: sp.csr_matrix, width: int) -> tuple[np.ndarray, np.ndarray]:
         """Each query's `width` strings shortlisted by selective n-grams, by their exact cosine, best
         first (-1 / 0.0 past its shortlist); chunks of queries on parallel threads."""
-        threads = _search_threads()
+        threads = search_threads()
         size = min(QUERIES_PER_CHUNK, max(MIN_QUERIES_PER_CHUNK, -(-queries.shape[0] // threads)))
         chunks = [queries[start : start + size] for start in range(0, queries.shape[0], size)]
         if len(chunks) < 2:
@@ -246,7 +250,7 @@ class _Shortlists:
         return np.stack([known[key][0] for key in keys]), np.stack([known[key][1] for key in keys])
 
 
-def _search_threads() -> int:
+def search_threads() -> int:
     """The CPUs this process may run on, up to `MAX_SEARCH_THREADS`."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     return min(cpus, MAX_SEARCH_THREADS)

@@ -100,11 +100,11 @@ def test_a_batch_shortlisted_in_parallel_chunks_answers_as_one_product(monkeypat
     queries = [" ".join(rng.choice(words, size=rng.integers(1, 3))) for _ in range(101)] + ["zzzz"]
     params = TfidfParams(pool=8, min_posting_limit=1, max_posting_fraction=0.05)
     monkeypatch.setattr(sparse, "QUERIES_PER_CHUNK", 10**9)
-    monkeypatch.setattr(sparse, "_search_threads", lambda: 1)
+    monkeypatch.setattr(sparse, "search_threads", lambda: 1)
     whole = TfidfNameIndex.fit(strings, params).search(queries, 8)
     monkeypatch.setattr(sparse, "QUERIES_PER_CHUNK", 7)  # 15 chunks, the last short
     monkeypatch.setattr(sparse, "MIN_QUERIES_PER_CHUNK", 1)
-    monkeypatch.setattr(sparse, "_search_threads", lambda: 3)
+    monkeypatch.setattr(sparse, "search_threads", lambda: 3)
     chunked = TfidfNameIndex.fit(strings, params).search(queries, 8)
     np.testing.assert_array_equal(chunked[0], whole[0])
     np.testing.assert_array_equal(chunked[1], whole[1])
