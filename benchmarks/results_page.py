@@ -110,6 +110,8 @@ HEADLINES = (
     Headline("First run on a fresh machine and CLI start-up", "speed", "first_run.py", "seconds",
              summary=Summary("start-up", "seconds", ('babelink normalize "fever"',), "the same from a file")),
     Headline("Batch throughput", "speed", "batch_throughput.py", "documents/s"),
+    Headline("Link speed, embedded default", "speed", "link_speed.py", "documents/s",
+             summary=Summary("setting", "documents/s", ("as shipped",), "TF-IDF search on one thread")),
     Headline("KBs of up to 2 million names: lazy build and queries", "speed", "kb_scale.py", "build s"),
     Headline("Filters inside retrieval", "speed", "filter_retrieval.py", "recall@5",
              summary=Summary("system", "recall@5", ("in retrieval",), "post-filter", key="filter")),
