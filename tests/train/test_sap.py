@@ -95,13 +95,19 @@ def test_evaluation_keeps_the_best_checkpoint(tiny_encoder_dir, tmp_path):
         assert torch.equal(tensor, best[name])
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU on this machine")
-def test_gpu_training_with_amp(tiny_encoder_dir, tmp_path):
-    trainer = SapTrainer(tiny_encoder_dir, PAIRS, tmp_path / "out", SapConfig(batch_pairs=8, max_steps=3),
-                         EncoderSettings(pooling="mean"), device="cuda")
+def test_loss_scaled_fp16_training_runs_as_on_a_gpu(tiny_encoder_dir, tmp_path):
+    """A GPU trains under fp16 autocast with a gradient scaler ("auto" there); the CPU runs the same
+    path when asked for fp16, so the scaler's steps and its resume state are checked without one."""
+    config = SapConfig(batch_pairs=8, max_steps=4, epochs=10, checkpoint_every=2)
+    settings = EncoderSettings(pooling="mean", precision="fp16")
+    trainer = SapTrainer(tiny_encoder_dir, PAIRS, tmp_path / "out", config, settings)
     assert trainer.encoder.precision == "float16" and trainer.scaler.is_enabled()
     trainer.train()
-    assert trainer.state.step == 3 and all(math.isfinite(loss) for loss in trainer.state.loss_history)
+    assert trainer.state.step == 4 and all(math.isfinite(loss) for loss in trainer.state.loss_history)
+    resumed = SapTrainer(tiny_encoder_dir, PAIRS, tmp_path / "out", replace(config, max_steps=6), settings)
+    assert resumed.state.step == 4 and resumed.scaler.state_dict() == trainer.scaler.state_dict()  # growth tracker too
+    resumed.train()
+    assert resumed.state.step == 6 and all(math.isfinite(loss) for loss in resumed.state.loss_history)
 
 
 def test_lora_trains_adapters_only_and_writes_them_beside_the_merged_checkpoint(tiny_encoder_dir, tmp_path):

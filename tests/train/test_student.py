@@ -47,3 +47,15 @@ def test_a_teacher_without_stored_settings_is_distilled_with_those_given(tiny_en
     trainer = StudentTrainer(tiny_encoder_dir, NAMES, tmp_path / "student", config, settings=settings)
     assert trainer.teacher.settings == settings and trainer.student.settings == settings
     assert TransformerEncoder(trainer.train()).settings.prefix == "query: "
+
+
+def test_the_student_trains_loss_scaled_in_fp16_as_on_a_gpu(tiny_encoder_dir, tmp_path):
+    """fp16 autocast with a gradient scaler, the GPU's path, run on the CPU: finite losses, and
+    the student's settings say `auto` so that each machine picks its own precision again."""
+    settings = EncoderSettings(pooling="mean", precision="fp16")
+    config = StudentConfig(layers=1, batch_size=8, max_steps=3, epochs=10, seed=3)
+    trainer = StudentTrainer(tiny_encoder_dir, NAMES, tmp_path / "student", config, settings=settings)
+    assert trainer.student.precision == "float16" and trainer.scaler.is_enabled()
+    out = trainer.train()
+    assert trainer.state.step == 3 and all(torch.isfinite(torch.tensor(trainer.state.loss_history)))
+    assert TransformerEncoder(out).settings.precision == "auto"
