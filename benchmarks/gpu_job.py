@@ -5,8 +5,9 @@
 The job runs on a lent GPU and returns `results.json`; this script, run here on it, keeps a copy
 beside the logs (`benchmarks/log/gpu-job-<date>.json`, the record the section's command reads
 again) and appends a section to `benchmarks/log/training.md`: each stage's sources, languages left
-out, steps and seconds; every model on every evaluation set, per language, beside the untrained
-base evaluated by the same run; the one-pass model's end-to-end scores. A stage that failed is
+out, steps and seconds; how fast each model encoded each KB's names on the GPU (the encoding of
+`build` there); every model on every evaluation set, per language, beside the untrained base
+evaluated by the same run; the one-pass model's end-to-end scores. A stage that failed is
 shown with its error, a run cut short with the stages it finished.
 """
 
@@ -63,6 +64,10 @@ def section(results: dict, record: Path) -> str:
              + f" · pack: `make pack` ({pack['bytes'] / 2**20:.1f} MiB, base {pack['base']['name']} "
              f"pruned to {pack['base']['pieces']:,} pieces)", ""]
     lines += _stage_table(results) + [""]
+    if encoding := results.get("kb_encoding"):
+        lines += [(f"Each KB's names encoded for an evaluation on {results['device']} (`TransformerEncoder.encode`, "
+                   "the call `build` makes, in batches of 1,024): seconds, names a second."), ""]
+        lines += _encoding_table(encoding) + [""]
     if models := [name for name in results["evaluation"] if _is_normalization(results["evaluation"][name])]:
         lines += [("Acc@1 / Acc@5 of each model's nearest names, against the whole KB of the set; "
                    "`left out by`: the stages that never trained on the language."), ""]
@@ -92,6 +97,17 @@ def _stage_table(results: dict) -> list[str]:
         else:
             rows.append(f"| {name} | {kind} | {sources} | {_listed(stage.get('hold_out'))} | {record['steps']:,} "
                         f"| {record['items']:,} | {record['seconds']:.0f} | {record.get('artefact', 'not shipped')} |")
+    return rows
+
+
+def _encoding_table(encoding: dict) -> list[str]:
+    models = list(encoding)
+    rows = [f"| KB | names | {' | '.join(models)} |", "|---|---:|" + "---:|" * len(models)]
+    for kb in dict.fromkeys(kb for spent in encoding.values() for kb in spent):
+        names = max(spent[kb]["names"] for spent in encoding.values() if kb in spent)
+        cells = [f"{spent[kb]['seconds']:.1f} ({spent[kb]['names'] / max(spent[kb]['seconds'], 1e-3):,.0f}/s)"
+                 if kb in spent else "—" for spent in encoding.values()]
+        rows.append(f"| {kb} | {names:,} | {' | '.join(cells)} |")
     return rows
 
 

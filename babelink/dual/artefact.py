@@ -24,11 +24,12 @@ from babelink.errors import BabelinkError
 def model_path(model: str | Path) -> Path:
     """A one-pass model directory, or the name of a packaged `dual` artefact (applied on first use)."""
     available = artefacts.packaged()
-    if not Path(model).exists() and str(model) not in available:
-        known = ", ".join(name for name, file in available.items() if read_manifest(file)["kind"] == "dual")
-        raise BabelinkError(f"{model}: no such model directory, nor a packaged one-pass model of that name "
-                            f"(packaged: {known or 'none in this installation'}); train one with `babelink train dual`")
     if Path(model).is_dir() or str(model) not in available:
+        if not Path(model).exists():
+            known = ", ".join(name for name, file in available.items() if read_manifest(file)["kind"] == "dual")
+            raise BabelinkError(f"{model}: no such model directory, nor a packaged one-pass model of that name "
+                                f"(packaged: {known or 'none in this installation'}); "
+                                "train one with `babelink train dual`")
         return Path(model)
     manifest = read_manifest(available[str(model)])
     if manifest["kind"] != "dual":

@@ -148,18 +148,26 @@ class PackEvaluator:
             self.names[key] = list(by_name)
             self.concepts_of[key] = [tuple(dict.fromkeys(concepts)) for concepts in by_name.values()]
         self.sets = {key: (entry["kb"], packs.read_rows(pack, entry)) for key, entry in manifest["eval"].items()}
+        #: What the last `evaluate` spent encoding each KB's names, {kb: {names, seconds}}: with the
+        #: whole KB, how fast this device encodes a KB as `build` does (`TransformerEncoder.encode`).
+        self.kb_encoding: dict[str, dict] = {}
 
     def evaluate(self, encoder: TransformerEncoder, sets: tuple[str, ...] | None = None,
                  distractors: int | None = None) -> dict:
         """set -> language -> {n, acc1, acc5}, `all` pooling the set's languages."""
         distractors = self.distractors if distractors is None else distractors
         results, dictionaries = {}, {}
+        self.kb_encoding = {}
         for key, (kb, rows) in self.sets.items():
             if sets is not None and key not in sets:
                 continue
             if distractors is not None or kb not in dictionaries:
                 names, concepts = self._dictionary(kb, rows, distractors)
+                began = time.monotonic()
                 dictionaries[kb] = (self._encode(encoder, names), concepts)
+                spent = self.kb_encoding.setdefault(kb, {"names": 0, "seconds": 0.0})
+                spent["names"] += len(names)
+                spent["seconds"] = round(spent["seconds"] + time.monotonic() - began, 2)
             ranked = self._ranked(encoder, [row[1] for row in rows], *dictionaries[kb])
             results[key] = _accuracy(rows, ranked)
         return results
@@ -225,7 +233,8 @@ class Job:
             "device": _device_name(self.device), "torch": torch.__version__,
             "pack": {k: self.manifest[k] for k in ("commit", "created", "base", "bytes")},
             "budget": {"minutes": minutes, "max_steps": max_steps, "distractors": distractors},
-            "plan": [asdict(stage) for stage in plan], "stages": {}, "evaluation": {}}
+            "plan": [asdict(stage) for stage in plan], "stages": {}, "evaluation": {},
+            "kb_encoding": {}}
         self.checkpoints: dict[str, Path] = {}
         self.rates: dict[str, float] = {}
 
@@ -273,6 +282,7 @@ class Job:
         began = time.monotonic()
         encoder = self.encoder(checkpoint)
         self.results["evaluation"][name] = evaluation = self.evaluator.evaluate(encoder)
+        self.results["kb_encoding"][name] = self.evaluator.kb_encoding
         headline = {key: value["all"]["acc1"] for key, value in evaluation.items()}
         self.log(f"evaluated {name} in {time.monotonic() - began:.1f}s: {headline}")
         self.save()

@@ -112,6 +112,8 @@ def test_the_job_trains_evaluates_and_ships_artefacts_for_the_full_base(job_run,
     assert json.loads((out / "results.json").read_text()) == json.loads(json.dumps(results))
     assert set(results["evaluation"]) == {"base", "loo", "sap", "student", "dual"}
     assert results["evaluation"]["base"]["xlbel-de"]["de"]["n"] == 2
+    assert set(results["kb_encoding"]) == {"base", "loo", "sap", "student"}  # the one-pass model is scored by linking
+    assert results["kb_encoding"]["base"]["umls"]["names"] == 16  # each KB's names encoded once for all its sets
     assert all("error" not in stage for stage in results["stages"].values()), results["stages"]
     assert results["stages"]["sap"]["steps"] == 2 and len(results["stages"]["sap"]["dev_scores"]) >= 2
     assert sorted(p.name for p in (out).iterdir()) == [
@@ -179,6 +181,7 @@ def test_a_run_is_published_with_every_stage_model_and_set(job_run):
     assert "| loo | SAP (003, 001) | umls, corpus-train, MUSE pairs | de | 2 | 20 |" in text
     assert "| student | student, 2 layers | distilled from sap | — | 2 |" in text and "| student.safetensors |" in text
     assert "| set | language | queries | left out by | base | loo | sap | student |" in text
+    assert "| KB | names | base | loo | sap | student |" in text and "\n| umls | 16 | " in text
     assert "\n| xlbel-de | de | 2 | loo | " in text and "\n| quaero-dev | fr | 1 | — | " in text
     assert "\n| docs-test | dual | " in text and text.rstrip().endswith(" | 2 |")
 
