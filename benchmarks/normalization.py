@@ -187,9 +187,21 @@ def _in_child(function, *args):
         return pool.apply(function, args)
 
 
-def report(builds: dict, runs: dict) -> str:
+def kb_command(argv: list[str], kb_name: str) -> str:
+    """The command that measures `kb_name` alone as this run did (each KB's systems run in their
+    own processes, so one KB's section is what `--kb` that KB gives): its section's command."""
+    rest, skip = [], False
+    for argument in argv:
+        if skip or argument == "--kb" or argument.startswith("--kb="):
+            skip = argument == "--kb"
+            continue
+        rest.append(argument)
+    return shlex.join(["python", "benchmarks/normalization.py", "--kb", kb_name, *rest])
+
+
+def report(builds: dict, runs: dict, command: str) -> str:
     lines = [f"## {time.strftime('%Y-%m-%d')} — normalization (commit `{commit()}`)", "",
-             f"Command: `python benchmarks/normalization.py {shlex.join(sys.argv[1:])}` · machine: {machine()}", "",
+             f"Command: `{command}` · machine: {machine()}", "",
              "Default bundle build (read KB + normalise + fit TF-IDF + encode names + FAISS HNSW index + write):", "",
              "| KB | concepts | names | name strings | build s | KB store load s | peak RSS MB of the step |",
              "|---|---:|---:|---:|---:|---:|---:|"]
@@ -268,17 +280,16 @@ def main() -> None:
     tuned = {"dense_weight": args.dense_weight, "switch_threshold": args.switch_threshold}
     if not (args.data / "READY").is_file():
         sys.exit(f"benchmark data not found at {args.data}")
-    builds, runs = {}, {}
-    for kb_name in args.kb or KB_FILES:
-        builds[kb_name] = _in_child(build_step, str(args.data), kb_name, args.encoder)
-        print(f"built {kb_name}: {builds[kb_name]}", file=sys.stderr)
-        runs[kb_name] = {}
+    for kb_name in dict.fromkeys(args.kb or KB_FILES):  # a section per KB, published as soon as it is measured
+        build = _in_child(build_step, str(args.data), kb_name, args.encoder)
+        print(f"built {kb_name}: {build}", file=sys.stderr)
+        runs = {}
         for system in dict.fromkeys(["sparse", *args.systems]) if args.systems else SYSTEMS:
-            runs[kb_name][system] = _in_child(
-                system_step, builds[kb_name]["path"], system, str(args.data), SETS[kb_name], tuned, kb_name,
-                args.encoder)
+            runs[system] = _in_child(system_step, build["path"], system, str(args.data), SETS[kb_name], tuned,
+                                     kb_name, args.encoder)
             print(f"ran {kb_name} / {system}", file=sys.stderr)
-    publish(report(builds, runs), not args.no_write, "normalization")
+        publish(report({kb_name: build}, {kb_name: runs}, kb_command(sys.argv[1:], kb_name)), not args.no_write,
+                "normalization")
 
 
 if __name__ == "__main__":
