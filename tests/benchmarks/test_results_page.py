@@ -76,12 +76,12 @@ def test_a_selected_section_without_its_table_is_an_error(logs):
 def test_a_section_stands_for_every_system_it_measured_whichever_options_ran_it(logs):
     """A run of every system (no `--systems`) is the newest lazy-index result as well."""
     with open(logs / "normalization.md", "a", encoding="utf-8") as stream:
-        stream.write(SECTION.replace("| hybrid | 0.999 |", "| hybrid | 0.999 |\n"
-                                     "| NCBI-disease test | ctd-medic | hybrid, lazy index | 0.998 |"))
+        stream.write(SECTION.replace("ctd-medic", "open-umls").replace("NCBI-disease test", "XL-BEL").replace(
+            "| hybrid | 0.999 |", "| hybrid | 0.999 |\n| XL-BEL | open-umls | hybrid, lazy index | 0.998 |"))
     page = results_page.render(logs)
     lazy = page.split("### Lazy index: no name encoded at build")[1].split("###")[0]
     assert "commit `abcdef1`" in lazy and "| hybrid, lazy index | 0.998 |" in lazy
-    assert "| Lazy index: no name encoded at build | Acc@1 | NCBI-disease test: hybrid, lazy index 0.998 |" in page
+    assert "| Lazy index: no name encoded at build | Acc@1 | XL-BEL: hybrid, lazy index 0.998 |" in page
     kb_mined = page.split("### Lazy index with the KB-mined lexicon")[1].split("###")[0]
     assert "abcdef1" not in kb_mined, "a section without that system's row does not stand for it"
 
