@@ -121,7 +121,7 @@ def _generator(bundle, system: str, data: Path, set_name: str, scratch: str, tun
     if system == "char-3-gram exhaustive":
         return SparseGenerator(bundle.kb, bundle.names, TfidfNameIndex.fit(bundle.names.strings, CHAR3))
     if system == "dense":
-        return DenseGenerator(bundle.kb, bundle.names, bundle.dense, bundle.encoder())
+        return DenseGenerator(bundle.kb, bundle.names, bundle.dense, bundle.query_encoder())  # as `--retriever dense`
     system = system.removesuffix(", lazy index")
     encoder = encoder or bundle.query_encoder()
     kb_generator = HybridGenerator(bundle.kb, bundle.names, bundle.sparse, bundle.dense, encoder,
