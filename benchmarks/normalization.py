@@ -12,7 +12,8 @@ stores beside the same indexes. The labeled-span index of `hybrid + spans`
 holds the mentions of the corpus's own train split. Every build and every system runs in its
 own process, so peak RSS is that step's alone. `--encoder` builds the bundles with a trained
 encoder instead of the bundled one: a packaged artefact's name (`e5-sap`) or a checkpoint
-directory (e.g. `babelink train sap` output). Appends a section
+directory (e.g. `babelink train sap` output); the hybrid, with and without translations, then
+runs over the bundled encoder's bundle too, the same run's baseline. Appends a section per KB
 to benchmarks/log/normalization.md (and regenerates BENCHMARKS.md) unless --no-write.
 """
 
@@ -81,6 +82,10 @@ SYSTEMS = {
     "hybrid + spans + abbreviations": "the same, short forms defined in the mention's document searched as their "
     "long form",
 }
+#: With `--encoder`, these systems also run over the bundled encoder's bundle with the library's
+#: parameters, named with `BUNDLED`: the trained encoder's same-run baseline (issue 40).
+BASELINE_SYSTEMS = ("hybrid", "hybrid + translations")
+BUNDLED = ", bundled encoder"
 CHAR3 = TfidfParams(analyzer="char", ngram_min=3, ngram_max=3, sublinear_tf=False, exhaustive=True)
 
 
@@ -212,7 +217,10 @@ def report(builds: dict, runs: dict, command: str) -> str:
     lines += [
         "",
         "Systems: " + "; ".join(f"**{name}**: {what}" for name, what in SYSTEMS.items()
-                                if any(name in systems for systems in runs.values())) + ".",
+                                if any(name in systems for systems in runs.values())) + "."
+        + (f" **…{BUNDLED}**: the same system over the bundled encoder's bundle with the library's parameters, "
+           "the trained encoder's baseline in the same run."
+           if any(name.endswith(BUNDLED) for systems in runs.values() for name in systems) else ""),
         "",
         (
             "| set | KB | in-KB queries / read | system | Acc@1 | Acc@5 | MAP | mentions/s | × sparse speed "
@@ -264,6 +272,19 @@ def report(builds: dict, runs: dict, command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _bundled_baseline(data: str, kb_name: str, systems: list[str]) -> dict:
+    """`BASELINE_SYSTEMS` among `systems` run over the bundled encoder's bundle, the library's
+    parameters (not those tuned for `--encoder`): each named with `BUNDLED`."""
+    bundle = _in_child(build_step, data, kb_name, "default")["path"]
+    library = {"dense_weight": HybridParams().dense_weight, "switch_threshold": DEFAULT_SWITCH_THRESHOLD}
+    translated = set(SETS[kb_name]) & set(TRANSLATED_SETS)
+    runs = {}
+    for system in (s for s in BASELINE_SYSTEMS if s in systems and (translated or "translations" not in s)):
+        runs[system + BUNDLED] = _in_child(system_step, bundle, system, data, SETS[kb_name], library, kb_name)
+        print(f"ran {kb_name} / {system}{BUNDLED}", file=sys.stderr)
+    return runs
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kb", choices=list(KB_FILES), action="append", help="only these KBs (default: both)")
@@ -288,6 +309,8 @@ def main() -> None:
             runs[system] = _in_child(system_step, build["path"], system, str(args.data), SETS[kb_name], tuned,
                                      kb_name, args.encoder)
             print(f"ran {kb_name} / {system}", file=sys.stderr)
+        if args.encoder != "default":
+            runs.update(_bundled_baseline(str(args.data), kb_name, list(runs)))
         publish(report({kb_name: build}, {kb_name: runs}, kb_command(sys.argv[1:], kb_name)), not args.no_write,
                 "normalization")
 
