@@ -204,23 +204,22 @@ def kb_command(argv: list[str], kb_name: str) -> str:
     return shlex.join(["python", "benchmarks/normalization.py", "--kb", kb_name, *rest])
 
 
-def report(builds: dict, runs: dict, command: str) -> str:
+def report(kb_name: str, build: dict, runs: dict, command: str) -> str:
+    """The section of one KB: its bundle build, each system on each of its sets (`runs`: system ->
+    `system_step` result), lazy passes and per-language tables."""
+    rss = f"{build['rss_mb']:.0f}" + ("" if build["built_now"] else " (load only; built earlier by this code)")
     lines = [f"## {time.strftime('%Y-%m-%d')} — normalization (commit `{commit()}`)", "",
              f"Command: `{command}` · machine: {machine()}", "",
              "Default bundle build (read KB + normalise + fit TF-IDF + encode names + FAISS HNSW index + write):", "",
              "| KB | concepts | names | name strings | build s | KB store load s | peak RSS MB of the step |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
-    for kb_name, b in builds.items():
-        rss = f"{b['rss_mb']:.0f}" if b["built_now"] else f"{b['rss_mb']:.0f} (load only; built earlier by this code)"
-        lines.append(f"| {kb_name} | {b['concepts']:,} | {b['names']:,} | {b['strings']:,} | {b['build_s']:.0f} | "
-                     f"{b['kb_load_s']:.2f} | {rss} |")
+             "|---|---:|---:|---:|---:|---:|---:|",
+             (f"| {kb_name} | {build['concepts']:,} | {build['names']:,} | {build['strings']:,} | "
+              f"{build['build_s']:.0f} | {build['kb_load_s']:.2f} | {rss} |")]
     lines += [
         "",
-        "Systems: " + "; ".join(f"**{name}**: {what}" for name, what in SYSTEMS.items()
-                                if any(name in systems for systems in runs.values())) + "."
+        "Systems: " + "; ".join(f"**{name}**: {what}" for name, what in SYSTEMS.items() if name in runs) + "."
         + (f" **…{BUNDLED}**: the same system over the bundled encoder's bundle with the library's parameters, "
-           "the trained encoder's baseline in the same run."
-           if any(name.endswith(BUNDLED) for systems in runs.values() for name in systems) else ""),
+           "the trained encoder's baseline in the same run." if any(name.endswith(BUNDLED) for name in runs) else ""),
         "",
         (
             "| set | KB | in-KB queries / read | system | Acc@1 | Acc@5 | MAP | mentions/s | × sparse speed "
@@ -229,26 +228,23 @@ def report(builds: dict, runs: dict, command: str) -> str:
         "|---|---|---:|---|---:|---:|---:|---:|---:|---:|",
     ]
     per_language = []
-    for kb_name, systems in runs.items():
-        first = next(iter(systems.values()))["results"]
-        for set_name in first:
-            reference_speed = systems["sparse"]["results"][set_name]["mentions_per_second"]
-            for system, run in systems.items():
-                if set_name not in run["results"]:
-                    continue
-                r = run["results"][set_name]
-                o = r["overall"]
-                lines.append(
-                    f"| {set_name} | {kb_name} | {o['count']:,} / {r['read']:,} | {system} | {o['acc@1']:.3f} | "
-                    f"{o['acc@5']:.3f} | {o['map']:.3f} | {r['mentions_per_second']:,.0f} | "
-                    f"{r['mentions_per_second'] / reference_speed:.1f} | {run['rss_mb']:.0f} |"
-                )
-                if r.get("groups"):
-                    cells = " | ".join(f"{g['acc@1']:.3f} / {g['acc@5']:.3f}" for g in r["groups"].values())
-                    macro = sum(g["acc@1"] for g in r["groups"].values()) / len(r["groups"])
-                    per_language.append((set_name, system, list(r["groups"]), cells, macro))
-    lazy_rows = [(set_name, kb_name, system, r) for kb_name, systems in runs.items()
-                 for system, run in systems.items() for set_name, r in run["results"].items()
+    for set_name in runs["sparse"]["results"]:
+        reference_speed = runs["sparse"]["results"][set_name]["mentions_per_second"]
+        for system, run in runs.items():
+            if set_name not in run["results"]:
+                continue
+            r = run["results"][set_name]
+            o = r["overall"]
+            lines.append(
+                f"| {set_name} | {kb_name} | {o['count']:,} / {r['read']:,} | {system} | {o['acc@1']:.3f} | "
+                f"{o['acc@5']:.3f} | {o['map']:.3f} | {r['mentions_per_second']:,.0f} | "
+                f"{r['mentions_per_second'] / reference_speed:.1f} | {run['rss_mb']:.0f} |"
+            )
+            if r.get("groups"):
+                cells = " | ".join(f"{g['acc@1']:.3f} / {g['acc@5']:.3f}" for g in r["groups"].values())
+                macro = sum(g["acc@1"] for g in r["groups"].values()) / len(r["groups"])
+                per_language.append((set_name, system, list(r["groups"]), cells, macro))
+    lazy_rows = [(set_name, system, r) for system, run in runs.items() for set_name, r in run["results"].items()
                  if "warm_mentions_per_second" in r]
     if lazy_rows:
         lines += ["", ("Lazy index, the first pass (empty store) and a second one (names stored, mentions "
@@ -257,7 +253,7 @@ def report(builds: dict, runs: dict, command: str) -> str:
                   "|---|---|---|---:|---:|---:|---|"]
         lines += [f"| {set_name} | {kb_name} | {system} | {r['stored_names']:,} | {r['mentions_per_second']:,.0f} | "
                   f"{r['warm_mentions_per_second']:,.0f} | {'yes' if r['same_as_first_pass'] else 'no'} |"
-                  for set_name, kb_name, system, r in lazy_rows]
+                  for set_name, system, r in lazy_rows]
     for set_name in dict.fromkeys(row[0] for row in per_language):
         rows = [row for row in per_language if row[0] == set_name]
         languages = rows[0][2]
@@ -311,8 +307,7 @@ def main() -> None:
             print(f"ran {kb_name} / {system}", file=sys.stderr)
         if args.encoder != "default":
             runs.update(_bundled_baseline(str(args.data), kb_name, list(runs)))
-        publish(report({kb_name: build}, {kb_name: runs}, kb_command(sys.argv[1:], kb_name)), not args.no_write,
-                "normalization")
+        publish(report(kb_name, build, runs, kb_command(sys.argv[1:], kb_name)), not args.no_write, "normalization")
 
 
 if __name__ == "__main__":
