@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from babelink.cli import build, link, normalize, serve, train
+from babelink.cli import build, evaluate, link, normalize, serve, train
 from babelink.errors import BabelinkError
 from babelink.fsutil import exit_on_signals
 
@@ -16,6 +16,7 @@ app.command()(build.build)
 app.command()(build.update)
 app.command()(normalize.normalize)
 app.command()(link.link)
+app.command()(evaluate.evaluate)
 app.command()(serve.info)
 app.command()(serve.verify)
 app.command()(serve.serve)

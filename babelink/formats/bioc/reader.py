@@ -96,7 +96,8 @@ def _build_document(doc_id: str, infons: dict[str, str], passages: list[_RawPass
     Identifiers are split at `|`, `;`, `,` and `+`; `-`, `-1` and `None` mean no id. An
     annotation without a location (a document-level label) is skipped; one whose text differs
     from the document's at its locations (whitespace aside) raises `InputFormatError`, and the
-    annotation keeps the document's text. The `language` infon becomes `Document.lang`.
+    annotation keeps the document's text. The `language` infon becomes `Document.lang`, the
+    others `Document.infons` (so a `link` output's `babelink_bundle` names the bundle that linked it).
     """
     pieces: list[str] = []
     length = 0
@@ -114,7 +115,8 @@ def _build_document(doc_id: str, infons: dict[str, str], passages: list[_RawPass
         for raw in passage.annotations
         if raw.locations
     )
-    return Document(doc_id, text, annotations, infons.get(LANGUAGE_INFON))
+    others = tuple((key, value) for key, value in infons.items() if key != LANGUAGE_INFON)
+    return Document(doc_id, text, annotations, infons.get(LANGUAGE_INFON), others)
 
 
 def _build_annotation(raw: _RawAnnotation, text: str, doc_id: str, path: Path) -> Annotation:
