@@ -33,8 +33,7 @@ from pathlib import Path
 from report import KB_FILES, arguments, cached_bundle, commit, machine, publish
 
 from babelink import augment
-from babelink.bundle.store import DEFAULT_SWITCH_THRESHOLD, build_bundle, load_bundle
-from babelink.encoders.vector_store import store_directory
+from babelink.bundle.store import DEFAULT_SWITCH_THRESHOLD, Bundle, build_bundle, load_bundle
 from babelink.eval import benchmark
 from babelink.index.dense import DenseParams
 from babelink.index.sparse import TfidfNameIndex, TfidfParams
@@ -147,20 +146,28 @@ QUERY_SETS = {"xlbel": benchmark.xlbel_set, "mantra": benchmark.mantra_set, "ncb
               "bc5cdr": benchmark.bc5cdr_set, "quaero": benchmark.quaero_set}
 
 
-def _lazy_bundle(data: str, kb_name: str, encoder: str):
-    """The KB's bundle with a lazy index, its encoder's vector store emptied first."""
-    path = cached_bundle(Path(data), kb_name, dense_params=DenseParams(kind="lazy"),
+def _lazy_bundle_path(data: str, kb_name: str, encoder: str) -> Path:
+    """The KB's bundle with a lazy index."""
+    return cached_bundle(Path(data), kb_name, dense_params=DenseParams(kind="lazy"),
                          **({} if encoder == "default" else {"encoder": encoder}))
-    shutil.rmtree(store_directory(load_bundle(path).manifest["dense"]["encoder"]), ignore_errors=True)
-    return load_bundle(path)
+
+
+def _emptied(bundle: Bundle) -> Bundle:
+    """`bundle` reloaded with its encoder's vector store emptied, so that a set's first pass starts
+    from no stored name. The store is saved first: vectors it still held would otherwise be
+    written into the emptied directory when it is released."""
+    bundle.dense.store.save()
+    shutil.rmtree(bundle.dense.store.directory, ignore_errors=True)
+    return load_bundle(bundle.path)
 
 
 def system_step(bundle_path: str, system: str, data: str, set_names: tuple[str, ...], tuned: dict,
                 kb_name: str = "", encoder: str = "default") -> dict:
-    started = time.perf_counter()
-    bundle = load_bundle(bundle_path)
-    load_seconds = time.perf_counter() - started
     lazy = system.endswith(", lazy index")
+    path = _lazy_bundle_path(data, kb_name, encoder) if lazy else bundle_path
+    started = time.perf_counter()
+    bundle = load_bundle(path)
+    load_seconds = time.perf_counter() - started
     results = {}
     for set_name in set_names:
         if system.startswith("hybrid + spans") and set_name not in TRAIN_FILES:
@@ -168,7 +175,7 @@ def system_step(bundle_path: str, system: str, data: str, set_names: tuple[str, 
         if "translations" in system and set_name not in TRANSLATED_SETS:
             continue
         if lazy:
-            bundle = _lazy_bundle(data, kb_name, encoder)
+            bundle = _emptied(bundle)
         query_set = QUERY_SETS[set_name](Path(data), bundle.kb)
         with tempfile.TemporaryDirectory() as scratch:
             query_encoder = bundle.query_encoder() if lazy else None  # cleared before the second pass
