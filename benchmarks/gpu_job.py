@@ -3,7 +3,7 @@
     python benchmarks/gpu_job.py OUT/results.json [--no-write]
 
 The job runs on a lent GPU and returns `results.json`; this script, run here on it, keeps a copy
-beside the logs (`benchmarks/log/gpu-job-<date>.json`, the record the section's command reads
+beside the logs (`benchmarks/log/gpu-job-<start>-<commit>.json`, the record the section's command reads
 again) and appends a section to `benchmarks/log/training.md`: each stage's sources, languages left
 out, steps and seconds; how fast each model encoded each KB's names on the GPU (the encoding of
 `build` there); every model on every evaluation set, per language, beside the untrained base
@@ -24,7 +24,8 @@ from pathlib import Path
 
 import numpy as np
 from report import ROOT, publish
-from results_page import write_atomically
+
+from babelink.fsutil import write_text_atomic
 
 LOG_DIR = ROOT / "benchmarks" / "log"
 TRAINED = ROOT / "babelink" / "encoders" / "trained"
@@ -53,18 +54,25 @@ def run_date(results: dict) -> str:
     return results.get("started", results["pack"]["created"])[:10]
 
 
+def pack_commit(results: dict) -> str:
+    """The commit the pack was built at, short (a pack built outside a checkout has none)."""
+    return (results["pack"].get("commit") or "unknown")[:7]
+
+
 def kept_copy(results_file: Path, results: dict) -> Path:
-    """Where the results are kept beside the logs, named by the day of the run and its commit."""
+    """Where the results are kept beside the logs, named by the second the run started and the
+    pack's commit: a second run from the same pack the same day is a record of its own."""
     if results_file.resolve().parent == LOG_DIR.resolve():
-        return results_file
-    return LOG_DIR / f"gpu-job-{run_date(results)}-{results['pack']['commit'][:7]}.json"
+        return results_file.resolve()
+    started = results.get("started", results["pack"]["created"]).removesuffix("Z").replace(":", "-")
+    return LOG_DIR / f"gpu-job-{started}-{pack_commit(results)}.json"
 
 
 def section(results: dict, record: Path) -> str:
     pack, budget = results["pack"], results.get("budget", {})
     toy = {key: value for key, value in budget.items() if key != "minutes" and value is not None}
-    lines = [f"## {run_date(results)} — the GPU training job (commit `{pack['commit'][:7]}`)", "",
-             f"Command: `python benchmarks/gpu_job.py {record.relative_to(ROOT)}` · the job: `python3 -m "
+    lines = [f"## {run_date(results)} — the GPU training job (commit `{pack_commit(results)}`)", "",
+             f"Command: `python benchmarks/gpu_job.py {record.resolve().relative_to(ROOT)}` · the job: `python3 -m "
              f"babelink.train.job --pack pack --out $OUT --minutes {budget.get('minutes', '?')}` on "
              f"{results['device']}, torch {results['torch']}, {results.get('seconds', '?')} s in all"
              + (f" · a toy run ({', '.join(f'{k} {v}' for k, v in toy.items())}): it measures nothing" if toy else "")
@@ -217,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"installed {TRAINED.relative_to(ROOT) / name}")
     record = kept_copy(args.results, results)
     if not args.no_write and record != args.results:
-        write_atomically(record, args.results.read_text(encoding="utf-8"))
+        write_text_atomic(record, args.results.read_text(encoding="utf-8"))
     publish(section(results, record), not args.no_write, "training")
     return 0
 

@@ -66,14 +66,16 @@ def publish(text: str, write: bool, area: str) -> None:
     BENCHMARKS.md, whose current results come from the newest sections."""
     print(text)
     if write:
-        from results_page import LOG_DIR, PAGE, render, write_atomically
+        from results_page import LOG_DIR, PAGE, render
+
+        from babelink.fsutil import write_text_atomic
 
         log = LOG_DIR / f"{area}.md"
         if not log.is_file():
             raise SystemExit(f"{log}: no such log; the areas are {sorted(p.stem for p in LOG_DIR.glob('*.md'))}")
         with open(log, "a", encoding="utf-8") as stream:
             stream.write("\n" + text)
-        write_atomically(PAGE, render(LOG_DIR))
+        write_text_atomic(PAGE, render(LOG_DIR))
 
 
 def cached_bundle(data: Path, kb_name: str, *, types: str | None = None, **options) -> Path:

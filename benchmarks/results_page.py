@@ -13,12 +13,12 @@ or edited page is caught by `--check`:
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import sys
-import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+from babelink.fsutil import write_text_atomic
 
 ROOT = Path(__file__).resolve().parents[1]
 LOG_DIR = ROOT / "benchmarks" / "log"
@@ -33,8 +33,8 @@ COMMAND = re.compile(r"Command: `(?P<command>[^`]+)`")
 @dataclass(frozen=True)
 class Summary:
     """Which cells of a headline's tables make its row of the summary table: per value of the `key`
-    column (or once, without one), the `metric` of the first row whose `system` cell starts with
-    each of `systems`, beside the same run's `baseline` row."""
+    column (or once, without one), the `metric` of the row whose `system` cell is each of
+    `systems`, else of the first that starts with it, beside the same run's `baseline` row."""
 
     system: str
     metric: str
@@ -67,7 +67,7 @@ HEADLINES = (
     Headline("Normalization, UMLS stand-in (open-umls), bundled encoder", "normalization", "normalization.py",
              "Acc@1", having=("--kb open-umls",), without=("--encoder", "--systems"), summary=_NORMALIZATION),
     Headline("Normalization, CTD MEDIC, bundled encoder", "normalization", "normalization.py", "Acc@1",
-             having=("--kb ctd-medic",), without=("--encoder",), summary=_NORMALIZATION),
+             having=("--kb ctd-medic",), without=("--encoder", "--systems"), summary=_NORMALIZATION),
     Headline("Normalization, UMLS stand-in (open-umls), newest trained encoder", "normalization",
              "normalization.py", "Acc@1", having=("--kb open-umls", "--encoder"),
              summary=Summary("system", "Acc@1", ("hybrid + translations", "hybrid"), "hybrid, bundled encoder",
@@ -97,10 +97,10 @@ HEADLINES = (
              summary=Summary("system", "Acc@1", ("hybrid + translations", "hybrid + KB-mined translations"),
                              "hybrid", key="set")),
     Headline("Lazy index: no name encoded at build", "normalization", "normalization.py", "Acc@1",
-             having=("--kb open-umls",), rows=("hybrid, lazy index",),
+             having=("--kb open-umls",), without=("--encoder",), rows=("hybrid, lazy index",),
              summary=Summary("system", "Acc@1", ("hybrid, lazy index",), "hybrid", key="set")),
     Headline("Lazy index with the KB-mined lexicon: the embedded default's retrieval", "normalization",
-             "normalization.py", "Acc@1", rows=("hybrid + KB-mined translations, lazy index",),
+             "normalization.py", "Acc@1", without=("--encoder",), rows=("hybrid + KB-mined translations, lazy index",),
              summary=Summary("system", "Acc@1", ("hybrid + KB-mined translations, lazy index",),
                              "hybrid + KB-mined translations", key="set")),
     Headline("Translation lexicons in languages without annotated data", "normalization", "lexicon_lookups.py",
@@ -212,6 +212,13 @@ def select(headline: Headline, log: Log) -> Section | None:
     return None
 
 
+def _row_of(rows: list[dict], column: str, system: str) -> dict | None:
+    """The row whose `column` is `system`, else the first that starts with it (a system named with
+    its setting: "hybrid, default (bf16 autocast …)")."""
+    return next((row for row in rows if row[column] == system), None) or next(
+        (row for row in rows if row[column].startswith(system)), None)
+
+
 def summary_row(headline: Headline, section: Section, link: str) -> str | None:
     """The headline's one `| result | metric | babelink | baseline | section |` row: per key (a
     set or corpus), the systems' values and the same run's baseline."""
@@ -225,9 +232,8 @@ def summary_row(headline: Headline, section: Section, link: str) -> str | None:
         keys = dict.fromkeys(row.get(spec.key, "") if spec.key else "" for row in cells)
         for key in (key for key in keys if key.startswith(spec.key_prefix)):
             group = [row for row in cells if not spec.key or row[spec.key] == key]
-            baseline = next((row for row in group if row[spec.system].startswith(spec.baseline)), None)
-            found = [row for system in spec.systems
-                     for row in [next((row for row in group if row[spec.system].startswith(system)), None)] if row]
+            baseline = _row_of(group, spec.system, spec.baseline)
+            found = [row for row in (_row_of(group, spec.system, system) for system in spec.systems) if row]
             if baseline is None or not found:
                 continue
             where = f"{key}: " if key else ""
@@ -289,17 +295,6 @@ def render(log_dir: Path) -> str:
     return "\n".join(out) + "\n"
 
 
-def write_atomically(path: Path, text: str) -> None:
-    descriptor, scratch = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
-            stream.write(text)
-        os.replace(scratch, path)
-    except BaseException:
-        Path(scratch).unlink(missing_ok=True)
-        raise
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="exit 1 when the page differs from the logs")
@@ -317,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr)
             return 1
         return 0
-    write_atomically(args.page, text)
+    write_text_atomic(args.page, text)
     return 0
 
 

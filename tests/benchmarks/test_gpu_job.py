@@ -2,6 +2,7 @@
 a whole run is checked beside the job itself, tests/train/test_job.py)."""
 
 import json
+from pathlib import Path
 
 import pytest
 from support import benchmark_script
@@ -27,7 +28,7 @@ def test_a_failed_stage_and_one_never_run_are_shown_as_such(tmp_path):
     path.write_text(json.dumps(RESULTS))
     text = gpu_job.section(gpu_job.read_results(path), gpu_job.kept_copy(path, RESULTS))
     assert text.startswith("## 2031-05-06 — the GPU training job (commit `abcdef1`)")
-    assert "benchmarks/log/gpu-job-2031-05-06-abcdef1.json` · the job: " in text and "toy run" not in text
+    assert "benchmarks/log/gpu-job-2031-05-06T07-08-09-abcdef1.json` · the job: " in text and "toy run" not in text
     assert "| sap | SAP (003, 001) | umls, MUSE pairs | de | — | — | — | failed: OutOfMemoryError: CUDA out of " \
            "memory \\| tried 2 GiB |" in text
     assert "| student | student, 3 layers | distilled from sap | — | — | — | — | not run |" in text
@@ -47,3 +48,17 @@ def test_a_file_that_is_not_a_run_is_refused_naming_it(tmp_path, content, messag
     with pytest.raises(SystemExit, match=message) as raised:
         gpu_job.main([str(path), "--no-write"])
     assert str(path) in str(raised.value)
+
+
+def test_the_logged_command_reads_its_record_again_and_a_pack_may_lack_a_commit(tmp_path, monkeypatch):
+    monkeypatch.setattr(gpu_job, "ROOT", tmp_path)
+    monkeypatch.setattr(gpu_job, "LOG_DIR", tmp_path / "benchmarks" / "log")
+    results = {**RESULTS, "pack": {**RESULTS["pack"], "commit": None}}
+    record = Path("benchmarks/log/gpu-job-2031-05-06T07-08-09-unknown.json")
+    assert gpu_job.kept_copy(tmp_path / "OUT" / "results.json", results) == tmp_path / record
+    monkeypatch.chdir(tmp_path)  # the section's command, from the root of the checkout
+    (tmp_path / record).parent.mkdir(parents=True)
+    (tmp_path / record).write_text(json.dumps(results))
+    assert gpu_job.kept_copy(record, results) == tmp_path / record
+    text = gpu_job.section(results, record)
+    assert "the GPU training job (commit `unknown`)" in text and f"gpu_job.py {record}`" in text
