@@ -80,8 +80,9 @@ def section(results: dict, record: Path) -> str:
              f"pruned to {pack['base']['pieces']:,} pieces)", ""]
     lines += _stage_table(results) + [""]
     if encoding := results.get("kb_encoding"):
+        batches = "batches of 1,024" if "CUDA" in results["device"] else "the encoder's own batches"
         lines += [(f"Each KB's names encoded for an evaluation on {results['device']} (`TransformerEncoder.encode`, "
-                   "the call `build` makes, in batches of 1,024): seconds, names a second."), ""]
+                   f"the call `build` makes, in {batches}): seconds, names a second."), ""]
         lines += _encoding_table(encoding) + [""]
     if models := [name for name in results["evaluation"] if _is_normalization(results["evaluation"][name])]:
         lines += [("Acc@1 / Acc@5 of each model's nearest names, against the whole KB of the set; "

@@ -356,8 +356,9 @@ def train_dual(
     dev: Annotated[list[Path] | None, typer.Option(
         "--dev", help="Annotated dev documents (repeat): choose the checkpoint and mention threshold.")] = None,
     init: Annotated[str, typer.Option("--init", help=(
-        "'default' (bundled multilingual-e5-small), a checkpoint directory, or a dual encoder to go on "
-        "training (its span scorer is kept)."))] = "default",
+        "'default' (bundled multilingual-e5-small), a checkpoint directory, a packaged trained encoder, or a "
+        "dual encoder to go on training, a directory or a packaged one-pass model (its span scorer is kept)."
+    ))] = "default",
     types: LearnTypesOption = None,
     epochs: EpochsOption = 5,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Segments per step.")] = 4,
@@ -382,7 +383,7 @@ def train_dual(
 ) -> None:
     """Train the one-pass dual encoder (004): detects and links every mention of a segment at once (`link --model`)."""
     from babelink.bundle.store import load_bundle
-    from babelink.encoders import resolve_checkpoint
+    from babelink.dual.artefact import dual_init
     from babelink.formats import read_documents
     from babelink.progress import progress_bar
     from babelink.train.dual import DualTrainer, DualTrainingConfig
@@ -398,7 +399,7 @@ def train_dual(
         lora_rank=lora_rank, seed=seed)
     documents = [document for path in train for document in read_documents(path)]
     dev_documents = [document for path in dev or [] for document in read_documents(path)]
-    trainer = DualTrainer(resolve_checkpoint(init)[0], load_bundle(bundle), documents, out, config, device=device)
+    trainer = DualTrainer(dual_init(init), load_bundle(bundle), documents, out, config, device=device)
     mentions = sum(len(example.mentions) for example in trainer.examples)
     typer.echo(f"training on {len(documents):,} documents: {len(trainer.examples):,} segments, {mentions:,} "
                f"mentions of KB concepts; {trainer.total_steps:,} steps", err=True)

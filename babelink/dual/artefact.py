@@ -15,7 +15,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from babelink.dual.model import HEAD_FILE, SETTINGS_FILE, DualSettings
-from babelink.encoders import artefacts
+from babelink.encoders import artefacts, resolve_checkpoint
 from babelink.encoders.artefacts import DUAL_HEAD, packaged_checkpoint, read_manifest
 from babelink.encoders.transformer import checkpoint_fingerprint
 from babelink.errors import BabelinkError
@@ -40,6 +40,15 @@ def model_path(model: str | Path) -> Path:
                 "fingerprint": checkpoint_fingerprint(packaged_checkpoint(entity))}
     return packaged_checkpoint(str(model),
                                lambda staging, found, tensors: write_head(staging, found, tensors, identity))
+
+
+def dual_init(init: str | Path) -> Path:
+    """What `train dual --init` starts from: a packaged one-pass model with its span scorer
+    (`model_path`), else the checkpoint `encoders.resolve_checkpoint` names."""
+    available = artefacts.packaged()
+    if not Path(init).is_dir() and str(init) in available and read_manifest(available[str(init)])["kind"] == "dual":
+        return model_path(init)
+    return resolve_checkpoint(init)[0]
 
 
 def write_head(directory: Path, manifest: dict, tensors: dict, entity_encoder: dict) -> None:

@@ -2,9 +2,9 @@
 span's mention probability (Eq. 4) and the vector of any span, compared by inner product with
 the KB's name vectors.
 
-The candidate encoder is the bundle's own: its name vectors, computed once at build and held in
-the bundle's FAISS index, are the cached entity representations of §3.3, so linking needs no
-per-mention encoder call and no re-encoding of the KB. The mention encoder learns to meet
+The candidate encoder is the bundle's own: its name vectors, computed once (at build in a FAISS
+index, or on first need in a lazy one's store) and kept, are the cached entity representations of
+§3.3, so linking needs no per-mention encoder call and no re-encoding of the KB. The mention encoder learns to meet
 them; a model therefore records the encoder (fingerprint, dimension) whose vectors it was
 trained against, and a bundle built with another is refused.
 
@@ -170,9 +170,6 @@ class DualModel:
         else:
             vectors = boundary_pooled(batch.hidden, self.model.boundary, rows, starts, ends)
         return torch.nn.functional.normalize(vectors, dim=-1)
-
-    def save(self, directory: Path) -> None:
-        save_dual(directory, self.tokenizer, self.model, self.settings)
 
 
 def last_pieces(encoded, words: int) -> list[list[int]]:

@@ -61,18 +61,12 @@ def open_encoder(name: str | Path = DEFAULT, runtime: str = "torch", **settings)
 
 def checkpoint_path(name: str | Path) -> Path:
     """A checkpoint directory, or the name of a trained encoder shipped with babelink
-    (`encoders.artefacts`), applied to the bundled e5 on first use; a one-pass model's comes with
-    its span scorer (`dual.artefact`), so training from it goes on from that model."""
-    from babelink.encoders.artefacts import packaged, packaged_checkpoint, read_manifest
+    (`encoders.artefacts`), applied to the bundled e5 on first use."""
+    from babelink.encoders.artefacts import packaged, packaged_checkpoint
 
-    available = packaged()
-    if Path(name).is_dir() or str(name) not in available:
-        return Path(name)
-    if read_manifest(available[str(name)])["kind"] == "dual":
-        from babelink.dual.artefact import model_path
-
-        return model_path(name)
-    return packaged_checkpoint(str(name))
+    if not Path(name).is_dir() and str(name) in packaged():
+        return packaged_checkpoint(str(name))
+    return Path(name)
 
 
 def resolve_checkpoint(name: str | Path, **overrides) -> tuple[Path, EncoderSettings]:

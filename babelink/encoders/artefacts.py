@@ -137,11 +137,7 @@ def artefact_file(name: str | Path) -> Path:
     """An artefact file given as a path, or the packaged artefact of that name."""
     if Path(name).is_file():
         return Path(name)
-    available = packaged()
-    if str(name) not in available:
-        known = ", ".join(available) or "none in this installation"
-        raise BabelinkError(f"{name}: no such file and no trained encoder of that name (packaged: {known})")
-    return available[str(name)]
+    return _packaged_file(str(name), "and no artefact file at that path")
 
 
 def terms(manifest: dict) -> str:
@@ -160,20 +156,26 @@ def packaged() -> dict[str, Path]:
         else {}
 
 
-def packaged_checkpoint(name: str, write_more: Callable[[Path, dict, dict], None] | None = None) -> Path:
-    """The checkpoint of packaged artefact `name` applied to the bundled e5, applying it into the
-    cache on first use (named after the artefact's SHA-256, so an upgrade applies afresh);
-    `write_more` as for `apply_artefact`."""
-    from babelink.encoders.e5_bundled import base_sha256, bundled_e5_path
-    from babelink.home import babelink_home
-
+def _packaged_file(name: str, otherwise: str) -> Path:
+    """The packaged artefact `name`; else an error listing those packaged, and what else `name` may be."""
     available = packaged()
     if name not in available:
         known = ", ".join(available) or "none in this installation"
-        raise BabelinkError(f"no trained encoder named {name!r} (packaged: {known}); or give a checkpoint directory")
-    artefact = available[name]
+        raise BabelinkError(f"no trained encoder named {name!r} (packaged: {known}); {otherwise}")
+    return available[name]
+
+
+def packaged_checkpoint(name: str, write_more: Callable[[Path, dict, dict], None] | None = None) -> Path:
+    """The checkpoint of packaged artefact `name` applied to the bundled e5, applying it into the
+    cache on first use (named after the artefact's SHA-256, so an upgrade applies afresh);
+    `write_more` as for `apply_artefact`, its directory kept apart from the bare encoder's (a
+    one-pass model's head is never missing because its encoder was applied first)."""
+    from babelink.encoders.e5_bundled import base_sha256, bundled_e5_path
+    from babelink.home import babelink_home
+
+    artefact = _packaged_file(name, "or give a checkpoint directory")
     digest = sha256_file(artefact)[:12]
-    target = babelink_home() / "encoders" / f"{name}-{digest}"
+    target = babelink_home() / "encoders" / f"{name}-{digest}{'-model' if write_more else ''}"
     if not (target / "config.json").is_file():
         apply_artefact(artefact, bundled_e5_path(), base_sha256(), target, write_more)
     return target

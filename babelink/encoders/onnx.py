@@ -190,11 +190,12 @@ def quantize_export(export: Path) -> Path:
 
     target = export / INT8_GRAPH
     partial = export / f".{INT8_GRAPH}.{os.getpid()}"
-    logging.disable(logging.WARNING)  # its advice to pre-process the graph is for static quantisation
+    disabled = logging.root.manager.disable  # the application's own setting, restored after
+    logging.disable(max(disabled, logging.WARNING))  # its advice to pre-process the graph is for static quantisation
     try:
         quantize_dynamic(str(export / "body.onnx"), str(partial), weight_type=QuantType.QInt8, per_channel=True)
         os.replace(partial, target)
     finally:
-        logging.disable(logging.NOTSET)
+        logging.disable(disabled)
         partial.unlink(missing_ok=True)
     return target

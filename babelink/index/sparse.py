@@ -155,10 +155,10 @@ class TfidfNameIndex:
         """Each query's `width` strings shortlisted by selective n-grams, by their exact cosine, best
         first (-1 / 0.0 past its shortlist); chunks of queries on parallel threads."""
         threads = search_threads()
+        if threads < 2 or queries.shape[0] < 2 * MIN_QUERIES_PER_CHUNK:
+            return self._shortlisted_chunk(queries, width)
         size = min(QUERIES_PER_CHUNK, max(MIN_QUERIES_PER_CHUNK, -(-queries.shape[0] // threads)))
         chunks = [queries[start : start + size] for start in range(0, queries.shape[0], size)]
-        if len(chunks) < 2:
-            return self._shortlisted_chunk(queries, width)
         with ThreadPoolExecutor(min(threads, len(chunks))) as pool:
             found = list(pool.map(lambda chunk: self._shortlisted_chunk(chunk, width), chunks))
         return np.concatenate([rows for rows, _ in found]), np.concatenate([scores for _, scores in found])

@@ -152,7 +152,7 @@ class DualTrainer(ResumableTrainer):
             lambda name: config.learning_rate if name.startswith("encoder.") else config.head_learning_rate)
         self.state = TrainingState()
         self._dev: Sequence[Document] = ()
-        if (resume / STATE_FILE).is_file():
+        if resuming:
             self.load_resume_point(resume)
 
     @property
@@ -336,11 +336,11 @@ def tune_decision(linker: DualLinker, documents: Sequence[Document], types: Sequ
             break
     else:
         hits, floor = [], THRESHOLDS[-1]
-    best = (-1.0, floor, -weights[0])
+    best = (-1.0, -weights[0], floor)  # max of (F1, -w, γ): a tie in F1 goes to the smaller w, then the higher γ
     for weight in weights:
         proposals = linker.ranked(hits, len(documents), weight)
         for threshold in (t for t in THRESHOLDS if t >= floor):
             predicted = [(d.id, p.start, p.end, p.candidates[0].concept_id) for d, found in zip(documents, proposals)
                          for p in resolve_overlaps([p for p in found if p.score > threshold], "best")]
-            best = max(best, (span_scores(predicted, gold)["strict"]["f1"], threshold, -weight))
-    return best[0], best[1], -best[2]
+            best = max(best, (span_scores(predicted, gold)["strict"]["f1"], -weight, threshold))
+    return best[0], best[2], -best[1]

@@ -18,8 +18,9 @@ the pack carries as wheels). The plan (`PLAN`):
    a CTD MEDIC bundle built here with 4's encoder, scored end to end on their test sets;
 6. a 3-layer student distilled from 4 (`train.student`), for CPU speed.
 
-Each training stage keeps its best checkpoint by a dev score (QUAERO, NCBI-disease and BC5CDR
-dev against a sample of their KB, never XL-BEL or Mantra). Stages share the time left after the
+Each SAP stage keeps its best checkpoint by a dev score (QUAERO, NCBI-disease and BC5CDR dev
+against a sample of their KB, never XL-BEL or Mantra); the one-pass stage its γ and w chosen on the
+NCBI-disease and BC5CDR dev documents. Stages share the time left after the
 baseline in fixed proportions; steps per second are measured once per trainer kind, so each
 learning-rate schedule runs to its end within its share. Every model is evaluated on every set of
 the pack (Acc@1 and Acc@5 per language, the KB's full name list), and `results.json` in OUT is
@@ -324,12 +325,11 @@ class Job:
         self.export(stage, trainer, record, artefact)
         if dual:
             self.evaluate_dual(stage, trainer.out, trainer.bundle)
-            self.ship(stage, artefact, record)
-            return
-        checkpoint = self.work / f"{stage.name}-applied"
-        apply_artefact(artefact, self.base, self.manifest["base"]["sha256"], checkpoint)
-        self.checkpoints[stage.name] = checkpoint
-        self.evaluate(stage.name, checkpoint)
+        else:
+            checkpoint = self.work / f"{stage.name}-applied"
+            apply_artefact(artefact, self.base, self.manifest["base"]["sha256"], checkpoint)
+            self.checkpoints[stage.name] = checkpoint
+            self.evaluate(stage.name, checkpoint)
         self.ship(stage, artefact, record)
         del trainer
         if self.device.type == "cuda":

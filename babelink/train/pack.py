@@ -2,7 +2,7 @@
 enough to send to a lent GPU (at most 60 MiB), built here on the CPU.
 
 - `base/e5.bin`: the bundled e5 restricted to the pieces the pack's strings use
-  (`encoders.e5_bundled.prune`): the same model for those strings, 40 MB instead of 72;
+  (`encoders.e5_bundled.prune`): the same model for those strings, 32 MB instead of 72;
 - `names/<source>.tsv.gz`: `concept, lang, name` rows, a KB's synonyms or a training corpus's
   mentions under the KB ids their gold resolves to;
 - `pairs/<lang>.tsv.gz`: `english, foreign` translation pairs (001 §2.2);

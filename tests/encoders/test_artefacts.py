@@ -94,4 +94,4 @@ def test_info_shows_an_artefacts_terms(tmp_path):
     assert body["terms"] == "opt-in: its training data's terms restrict its use: muse (CC BY-NC 4.0)"
     assert body["manifest"]["training"]["steps"] == 3
     missing = babelink("info", "--encoder", "e5-nothing")
-    assert missing.returncode == 1 and "no trained encoder of that name" in missing.stderr
+    assert missing.returncode == 1 and "no trained encoder named 'e5-nothing'" in missing.stderr

@@ -253,7 +253,7 @@ def test_a_packaged_artefact_is_an_encoder_name(tiny_pack, tmp_path, monkeypatch
 
 def test_a_packaged_one_pass_model_is_a_model_name(tiny_pack, tmp_path, monkeypatch):
     from babelink.bundle.store import build_bundle
-    from babelink.dual.artefact import model_path
+    from babelink.dual.artefact import dual_init, model_path
     from babelink.encoders import artefacts, checkpoint_path, open_encoder
     from babelink.encoders.transformer import checkpoint_fingerprint
     from babelink.index.dense import DenseParams
@@ -264,9 +264,10 @@ def test_a_packaged_one_pass_model_is_a_model_name(tiny_pack, tmp_path, monkeypa
     Job(tiny_pack, tmp_path / "out", minutes=30, device="cpu", max_steps=1, plan=(PLAN[1], PLAN[3])).run()
     monkeypatch.setattr(artefacts, "packaged", lambda: {name: tmp_path / "out" / f"{name}.safetensors"
                                                          for name in ("sap", "dual")})
-    init = checkpoint_path("dual")  # what `train dual --init dual` starts from, before any `link --model dual`
+    init = dual_init("dual")  # what `train dual --init dual` starts from, applied before any `link --model dual`
+    bare = checkpoint_path("dual")  # `build --encoder dual`: its encoder alone, in a directory of its own
     model = model_path("dual")
-    assert model == init
+    assert model == init != bare and (model / "babelink_dual.json").is_file()
     settings = json.loads((model / "babelink_dual.json").read_text())
     assert settings["entity_encoder"]["name"] == "sap"
     assert settings["entity_encoder"]["fingerprint"] == checkpoint_fingerprint(artefacts.packaged_checkpoint("sap"))
