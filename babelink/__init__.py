@@ -5,10 +5,11 @@
     linker.normalize(["infarto de miocardio"])  # ranked concepts per mention
     linker.link("El paciente tiene diabetes.")  # mentions with offsets and concepts
 
-`Linker` is imported on first use, so that `import babelink.<module>` stays as light as that module.
+`Linker` and `NameFilter` (filters inside retrieval: `linker.filtered(NameFilter.of(types=["T047"]))`)
+are imported on first use, so that `import babelink.<module>` stays as light as that module.
 """
 
-__all__ = ["Linker"]
+__all__ = ["Linker", "NameFilter"]
 
 
 def __getattr__(name: str):
@@ -16,4 +17,8 @@ def __getattr__(name: str):
         from babelink.linker import Linker
 
         return Linker
+    if name == "NameFilter":
+        from babelink.retrieve.filters import NameFilter
+
+        return NameFilter
     raise AttributeError(f"module 'babelink' has no attribute {name!r}")

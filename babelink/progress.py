@@ -54,11 +54,12 @@ class ProgressLines:
             return
         self.last = now
         started, first = self.origin
-        rate = (done - first) / (now - started) if now > started else 0.0
-        line = f"babelink: {stage}: {done:,}" + (f"/{total:,}" if total else "") + f" ({_rate(rate)}/s"
-        if total and rate and not finished:
-            line += f", about {(total - done) / rate:,.0f} s left"
-        print(line + ")", file=sys.stderr, flush=True)
+        line = f"babelink: {stage}: {done:,}" + (f"/{total:,}" if total else "")
+        if done > first and now > started:  # a rate only where something was measured (not "0/s")
+            rate = (done - first) / (now - started)
+            left = f", about {(total - done) / rate:,.0f} s left" if total and not finished else ""
+            line += f" ({_rate(rate)}/s{left})"
+        print(line, file=sys.stderr, flush=True)
 
 
 def _rate(per_second: float) -> str:

@@ -40,3 +40,9 @@ def test_a_slow_rate_keeps_its_significant_figures(capsys):
     progress("training steps, loss 3.9", 9, 310)
     line = "babelink: training steps, loss 3.9: 9/310 (0.2/s, about 1,505 s left)"
     assert capsys.readouterr().err.splitlines() == [line]
+
+
+def test_a_stage_done_at_its_first_count_has_no_rate(capsys):
+    progress = ProgressLines(every=10.0, clock=lambda: 5.0)
+    progress("encoding names", 2_957, 2_957)  # a small KB: the first count is the last
+    assert capsys.readouterr().err.splitlines() == ["babelink: encoding names: 2,957/2,957"]

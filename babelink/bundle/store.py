@@ -274,6 +274,8 @@ def _write_indexes(kb, directory: Path, sparse_params, encoder, dense_params, pr
 
 def read_manifest(path: str | Path) -> dict:
     path = Path(path)
+    if path.is_file():
+        raise BundleError(f"{path}: a file, not a bundle directory (a KB file is read by `babelink build --kb`)")
     if not path.is_dir():
         raise BundleError(f"{path}: no such bundle directory (build one with `babelink build`)")
     try:

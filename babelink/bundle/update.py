@@ -146,9 +146,9 @@ def _unseen_share(index: TfidfNameIndex, strings: list[str]) -> float:
 def _write_manifest(staging: Path, bundle: Bundle, kb: KnowledgeBase, names: NameTable, update: dict) -> None:
     manifest = dict(bundle.manifest)
     manifest["build_id"] = uuid.uuid4().hex
+    # "hash" stays the release's the build read: the provenance names it, and "+N-updates" what was added
     manifest["kb"] = {**manifest["kb"], "concepts": len(kb), "names": kb.num_names, "strings": len(names),
-                      "languages": kb.languages(), "hash": kb.content_hash(),
-                      "scripts": script_shares(names.strings)}
+                      "languages": kb.languages(), "scripts": script_shares(names.strings)}
     manifest["updates"] = [*manifest.get("updates", []), update]
     manifest.update(file_records(staging, (file for file in staging.rglob("*")
                                             if file.is_file() and file.name != MANIFEST)))

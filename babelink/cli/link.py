@@ -109,7 +109,7 @@ def link(
     """Detect and link the concept mentions of whole texts (any language).
 
     JSONL to a file and brat output resume: rerun after a kill and the written documents are skipped."""
-    from babelink.corpus.resume import completed_ids, write_linked
+    from babelink.corpus.resume import write_linked
     from babelink.formats.document import Document
     from babelink.formats.inputs import read_input_documents
 
@@ -120,12 +120,10 @@ def link(
     refuse_same_file(output, [input_path])
     if (ner is not None or model is not None or skip_invalid) and engine is Engine.ray:
         raise InvalidInputError("--ner, --model and --skip-invalid run with --engine local only")
-    done = completed_ids(output, output_format.value, overwrite)
-    if done:
-        typer.echo(f"resuming {output}: skipping {len(done):,} documents already linked (--overwrite to start over)",
-                   err=True)
     documents = ([Document(str(number), text, lang=lang) for number, text in enumerate(texts, start=1)] if texts
                  else read_input_documents(input_path, lang=lang))
+    from babelink.bundle.default import default_bundle
+    from babelink.bundle.store import load_bundle
     from babelink.retrieve.filters import NameFilter
 
     params = link_params(min_probability, keep_modifiers)
@@ -135,6 +133,7 @@ def link(
     if engine is Engine.ray:
         from babelink.corpus.ray_engine import link_with_ray
 
+        done = _resumed(output, output_format, overwrite, load_bundle(bundle or default_bundle()).provenance)
         results = link_with_ray(documents, done, bundle=bundle, context_filter=context_filter, params=params,
                                 batch_size=batch_size, workers=ray_workers, address=ray_address)
     else:
@@ -143,6 +142,7 @@ def link(
         # loaded now; documents link lazily. Texts on the command line: start fast (no torch); a file: encode fast
         linker = Linker.open(bundle, filter=context_filter, ner=ner, name_filter=name_filter, model=model,
                              runtime="onnx" if texts else "torch", **params)
+        done = _resumed(output, output_format, overwrite, linker.bundle.provenance)
         vocabularies = linker.checked_vocabularies(codes) if codes else None
         results = _reporting_skips(linker.link_stream((d for d in documents if d.id not in done), batch_size,
                                                       skip_invalid))
@@ -151,6 +151,17 @@ def link(
     with counted("linking", skipped=len(done)) as advance:
         write_linked((advance(result) for result in results), output, output_format.value, candidates=candidates,
                      overwrite=overwrite)
+
+
+def _resumed(output: str, output_format: LinkFormat, overwrite: bool, provenance: dict) -> set[str]:
+    """The documents an earlier run of this bundle wrote to `output`, skipped by this one."""
+    from babelink.corpus.resume import completed_ids
+
+    done = completed_ids(output, output_format.value, overwrite, provenance["bundle"])
+    if done:
+        typer.echo(f"resuming {output}: skipping {len(done):,} documents already linked (--overwrite to start over)",
+                   err=True)
+    return done
 
 
 def _reporting_skips(results):

@@ -23,39 +23,49 @@ from babelink.link.mentions import LinkedDocument
 RESUMABLE_FORMATS = ("jsonl", "brat")
 
 
-def completed_ids(output: str, output_format: str, overwrite: bool = False) -> set[str]:
+def completed_ids(output: str, output_format: str, overwrite: bool = False, bundle_id: str | None = None) -> set[str]:
     """Ids of the documents an earlier run already wrote to `output` (none for stdout, a pipe or
-    device, for whole-file formats, or with `overwrite`). Truncates a JSONL output's partial last line."""
+    device, for whole-file formats, or with `overwrite`). Truncates a JSONL output's partial last
+    line. With `bundle_id` (`Bundle.provenance`), a JSONL record another bundle linked is an error:
+    resuming would mix two bundles' answers in one output."""
     if overwrite or output == "-" or output_format not in RESUMABLE_FORMATS:
         return set()
     if is_stream(output) or not Path(output).exists():
         return set()
-    return resume_jsonl(Path(output)) if output_format == "jsonl" else brat_ids(Path(output))
+    return resume_jsonl(Path(output), bundle_id) if output_format == "jsonl" else brat_ids(Path(output))
 
 
-def resume_jsonl(path: Path) -> set[str]:
-    """The ids of `path`'s complete lines, after cutting off a partial last line (a run killed
-    mid-write: whatever follows the last newline, even if it parses, is redone). Reads line by
-    line: the output of a corpus need not fit in memory."""
+def resume_jsonl(path: Path, bundle_id: str | None = None) -> set[str]:
+    """The ids of `path`'s complete lines (linked documents, and those that could not be), after
+    cutting off a partial last line (a run killed mid-write: whatever follows the last newline,
+    even if it parses, is redone); records of a bundle other than `bundle_id` are refused. Reads
+    line by line: the output of a corpus need not fit in memory."""
     ids, complete = set(), 0
     with path.open("rb+") as stream:
         for number, line in enumerate(stream, start=1):
             if not line.endswith(b"\n"):
                 stream.truncate(complete)
                 break
-            ids.add(_record_id(line, path, number))
+            ids.add(_record_id(line, path, number, bundle_id))
             complete += len(line)
     return ids
 
 
-def _record_id(line: bytes, path: Path, number: int) -> str:
+def _record_id(line: bytes, path: Path, number: int, bundle_id: str | None) -> str:
     try:
         record = json.loads(line)
     except (json.JSONDecodeError, UnicodeDecodeError):
         record = None
-    if not isinstance(record, dict) or not isinstance(record.get("id"), str) or "mentions" not in record:
+    linked = isinstance(record, dict) and ("mentions" in record or "error" in record)  # linked, or could not be
+    if not linked or not isinstance(record.get("id"), str):
         raise InputFormatError(path, number, "not a line of `babelink link` JSONL output: cannot resume "
                                              "into it (give --overwrite to replace the file)")
+    provenance = record.get("provenance")
+    linked_by = provenance.get("bundle") if isinstance(provenance, dict) else None
+    if bundle_id is not None and linked_by is not None and linked_by != bundle_id:
+        raise InputFormatError(path, number, f"linked with bundle {linked_by}, and this run links with bundle "
+                                             f"{bundle_id}: resuming would mix the two in one output (give "
+                                             "--overwrite to start over, or another --output)")
     return record["id"]
 
 

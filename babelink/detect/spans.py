@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from babelink.detect.stopwords import is_acronym
+from babelink.detect.stopwords import Boundaries, is_acronym
 from babelink.detect.tokenize import Token, joinable
 from babelink.text import written_in_capitals
 
@@ -33,23 +33,25 @@ class Span:
     text: str
 
 
-def enumerate_spans(text: str, tokens: Sequence[Token], stopwords: frozenset[str],
-                    params: SpanParams = SpanParams(), never_alone: frozenset[str] = frozenset(),
-                    defined: frozenset[str] = frozenset()) -> list[Span]:
-    """All spans within budget that cross no barrier (`joinable`) and neither start nor end
-    with a stop word, in text order; a word in `never_alone` is no span by itself. A stop word in
-    capitals ("ALL", "IS") is an acronym, not a stop word, unless the whole text is in capitals
-    and does not define it (`defined`: the short forms it defines)."""
+def enumerate_spans(text: str, tokens: Sequence[Token], boundaries: Boundaries,
+                    params: SpanParams = SpanParams(), defined: frozenset[str] = frozenset()) -> list[Span]:
+    """All spans within budget that cross no barrier (`joinable`), start with no word of
+    `boundaries.no_start` and end with none of `boundaries.no_end`, in text order; a word of
+    `boundaries.never_alone` is no span by itself. A stop word in capitals ("ALL", "IS") is an
+    acronym, not a stop word, unless the whole text is in capitals and does not define it
+    (`defined`: the short forms it defines)."""
     shouting = written_in_capitals(text)  # then "IS" and "AS" are the words they spell
 
     def acronym(word: str) -> bool:
         return is_acronym(word) and (not shouting or word in defined)
 
-    is_stop = [token.elided or (token.text.casefold() in stopwords and not acronym(token.text)) for token in tokens]
-    alone_excluded = [token.text.casefold() in never_alone and not acronym(token.text) for token in tokens]
+    def stop(words: frozenset[str]) -> list[bool]:
+        return [token.elided or (token.text.casefold() in words and not acronym(token.text)) for token in tokens]
+
+    no_start, no_end, alone_excluded = stop(boundaries.no_start), stop(boundaries.no_end), stop(boundaries.never_alone)
     spans = []
     for first, token in enumerate(tokens):
-        if is_stop[first]:
+        if no_start[first]:
             continue
         words = chars = 0.0
         for last in range(first, len(tokens)):
@@ -61,7 +63,7 @@ def enumerate_spans(text: str, tokens: Sequence[Token], stopwords: frozenset[str
                 words += 1
             if words > params.max_words or chars > params.max_chars:
                 break
-            if is_stop[last] or (chars == 0 and tokens[last].end - token.start < params.min_chars):
+            if no_end[last] or (chars == 0 and tokens[last].end - token.start < params.min_chars):
                 continue
             if last == first and alone_excluded[first]:
                 continue

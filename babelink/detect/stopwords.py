@@ -3,19 +3,22 @@
 The lists are stopwords-iso's (58 languages, `stopwordsiso` on PyPI). General-purpose lists
 hold words that begin or end many medical names ("high blood pressure", "small cell carcinoma",
 "diabetes type ii"), so each bundle protects the stop words its own KB uses at name
-boundaries: a word that opens or closes at least `PROTECT_MIN_NAMES` name strings and does so
-in at least `PROTECT_MIN_SHARE` of its occurrences in names, counted per language: only names
-in the text's language protect its stop words, or a multilingual KB's Turkish "el" (hand) and
-"his" (feeling) would keep the Spanish article and the English pronoun at span boundaries.
-"of" and "the" occur inside names far more often than at their edges and stay stop words;
-"small" and "ii" do not. Acronyms are not words here: "ALL" (acute lymphoblastic leukaemia) in
-a KB protects nothing, and "ALL" in a text is never a stop word, while "all" always is.
+boundaries, each edge on its own: a word that opens (closes) at least `PROTECT_MIN_NAMES` name
+strings and does so in at least `PROTECT_MIN_SHARE` of its occurrences in names may open
+(close) a span. "high" opens names and "ii" closes them; the letter "a" closes many ("hepatitis
+A", "vitamin A") and opens almost none, so "hepatitis A" is a span and the article in "a fever"
+is not. Counts are per language: only names in the text's language protect its stop words, or
+a multilingual KB's Turkish "el" (hand) and "his" (feeling) would keep the Spanish article and
+the English pronoun at span boundaries. "of" and "the" occur inside names far more often than
+at their edges and stay stop words. Acronyms are not words here: "ALL" (acute lymphoblastic
+leukaemia) in a KB protects nothing, and "ALL" in a text is never a stop word, while "all" always is.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from functools import cache
 
 import stopwordsiso
@@ -37,23 +40,55 @@ def is_acronym(word: str) -> bool:
     return len(word) > 1 and word.isupper()
 
 
-def protected_words(names: Iterable[str], candidates: frozenset[str]) -> frozenset[str]:
-    """The `candidates` (stop words, casefolded) that open or close KB names (as written, not
-    normalised) often enough to never count as stop words. Only candidates are counted: a
-    language's stop words are a few hundred words, its names' words tens of thousands."""
-    at_boundary: Counter[str] = Counter()
+@dataclass(frozen=True)
+class Protected:
+    """Stop words a KB's names open with (`opening`) and close with (`closing`) often enough to
+    stay at that edge of a span."""
+
+    opening: frozenset[str] = frozenset()
+    closing: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class Boundaries:
+    """What may edge a span in one language: no span starts with a word of `no_start` or ends
+    with one of `no_end`, and a word of `never_alone` (a protected stop word: "is", "as" where a
+    KB writes "IS", "AS") is no span by itself."""
+
+    no_start: frozenset[str] = frozenset()
+    no_end: frozenset[str] = frozenset()
+    never_alone: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, stopwords: frozenset[str]) -> Boundaries:
+        """The plain list at both edges, nothing protected."""
+        return cls(stopwords, stopwords)
+
+
+def protected_words(names: Iterable[str], candidates: frozenset[str]) -> Protected:
+    """The `candidates` (stop words, casefolded) that open, and those that close, KB names (as
+    written, not normalised) often enough to never count as stop words at that edge. Only
+    candidates are counted: a language's stop words are a few hundred words, its names' words
+    tens of thousands."""
+    opening: Counter[str] = Counter()
+    closing: Counter[str] = Counter()
     anywhere: Counter[str] = Counter()
     for name in names:
         words = [word.casefold() for word in token_texts(name) if not is_acronym(word)]
         if not words:
             continue
         anywhere.update(word for word in words if word in candidates)
-        at_boundary.update({word for word in (words[0], words[-1]) if word in candidates})
-    return frozenset(word for word, count in at_boundary.items()
-                     if count >= PROTECT_MIN_NAMES and count >= PROTECT_MIN_SHARE * anywhere[word])
+        opening.update(word for word in words[:1] if word in candidates)
+        closing.update(word for word in words[-1:] if word in candidates)
+
+    def protected(edge: Counter[str]) -> frozenset[str]:
+        return frozenset(word for word, count in edge.items()
+                         if count >= PROTECT_MIN_NAMES and count >= PROTECT_MIN_SHARE * anywhere[word])
+
+    return Protected(protected(opening), protected(closing))
 
 
-class ProtectedByLanguage(Mapping[str, frozenset[str]]):
+class ProtectedByLanguage(Mapping[str, Protected]):
     """Each language's `protected_words` among its stop words, from (name, ISO language) pairs
     (a name several concepts share is one name string, as in the bundle's name table). Each
     language's are counted when first asked for, so linking a Spanish text tokenises the KB's
@@ -64,9 +99,9 @@ class ProtectedByLanguage(Mapping[str, frozenset[str]]):
         for name, lang in names:
             grouped[lang].add(name)
         self._names = dict(grouped)
-        self._protected: dict[str, frozenset[str]] = {}
+        self._protected: dict[str, Protected] = {}
 
-    def __getitem__(self, lang: str) -> frozenset[str]:
+    def __getitem__(self, lang: str) -> Protected:
         if lang not in self._protected:
             self._protected[lang] = protected_words(self._names[lang], _stopwords(lang.lower()))
         return self._protected[lang]
@@ -79,29 +114,22 @@ class ProtectedByLanguage(Mapping[str, frozenset[str]]):
 
 
 class BoundaryStopwords:
-    """Stop words per language, minus the words the KB's names in that language protect
-    (`ProtectedByLanguage`); the language is `detect.language.guess_language`'s when unknown."""
+    """Each language's `Boundaries`: its stop words, minus at each edge the words the KB's names
+    in that language protect there (`ProtectedByLanguage`); the language is
+    `detect.language.guess_language`'s when unknown."""
 
-    def __init__(self, protected: Mapping[str, frozenset[str]] | None = None):
+    def __init__(self, protected: Mapping[str, Protected] | None = None):
         self.protected = protected or {}
-        self._by_lang: dict[str, frozenset[str]] = {}
-        self._protected_by_lang: dict[str, frozenset[str]] = {}
+        self._by_lang: dict[str, Boundaries] = {}
 
-    def for_language(self, lang: str | None) -> frozenset[str]:
+    def for_language(self, lang: str | None) -> Boundaries:
         if lang is None:
-            return frozenset()
+            return Boundaries()
         if lang not in self._by_lang:
-            self._by_lang[lang] = _stopwords(lang.lower()) - self.protected.get(lang, frozenset())
+            stopwords, protected = _stopwords(lang.lower()), self.protected.get(lang, Protected())
+            self._by_lang[lang] = Boundaries(stopwords - protected.opening, stopwords - protected.closing,
+                                             stopwords & (protected.opening | protected.closing))
         return self._by_lang[lang]
-
-    def protected_in(self, lang: str | None) -> frozenset[str]:
-        """The stop words of `lang` that the KB protects: they may open or close a span ("high
-        blood pressure") but never make one alone ("is", "as" where a KB writes "IS", "AS")."""
-        if lang is None:
-            return frozenset()
-        if lang not in self._protected_by_lang:
-            self._protected_by_lang[lang] = _stopwords(lang.lower()) & self.protected.get(lang, frozenset())
-        return self._protected_by_lang[lang]
 
 
 def guess_from_stopwords(tokens: Sequence[Token], prefer: Collection[str] = ()) -> str | None:

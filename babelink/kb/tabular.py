@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from babelink.errors import InputFormatError
+from babelink.errors import InputFormatError, InvalidInputError
 from babelink.kb.base import KnowledgeBase, KnowledgeBaseBuilder
-from babelink.lang import to_iso
+from babelink.lang import check_language
 from babelink.textio import iter_lines, json_line
 
 _ID_ALIASES = ("id", "concept_id", "cui", "code")
@@ -44,7 +44,8 @@ def read_tsv(path: str | Path, *, languages: frozenset[str] | None = None, defau
             header = {column: position for position, column in enumerate(columns)}
             id_column = next((alias for alias in _ID_ALIASES if alias in header), None)
             if id_column is None or "name" not in header:
-                raise InputFormatError(path, number, "header must name an 'id' and a 'name' column")
+                raise InputFormatError(path, number, "header must name an 'id' and a 'name' column (a KB in another "
+                                                     "format: give --kb-format umls, ctd, obo, jsonl or parquet)")
             continue
         if len(cells) < len(header) or any(cell.strip() for cell in cells[len(header):]):
             raise InputFormatError(path, number, f"expected {len(header)} tab-separated fields, found {len(cells)}")
@@ -55,12 +56,21 @@ def read_tsv(path: str | Path, *, languages: frozenset[str] | None = None, defau
         builder.add_name(
             concept_id,
             name,
-            lang=to_iso(row.get("lang") or default_lang),
+            lang=_language(row.get("lang") or default_lang, path, number),
             source=row.get("source", ""),
             term_type=row.get("term_type", ""),
             preferred=_flag(row.get("preferred", ""), path, number),
         )
     return builder.build()
+
+
+def _language(code: str, path: Path, number: int) -> str:
+    """A row's language in babelink's form; a word or a code of no language names the row: its
+    names could be found by no `--lang` or `--langs`."""
+    try:
+        return check_language(code)
+    except InvalidInputError as error:
+        raise InputFormatError(path, number, str(error)) from None
 
 
 def _string_list(record: dict, key: str, path: Path, number: int) -> list[str]:
@@ -83,7 +93,7 @@ def read_jsonl(path: str | Path, *, languages: frozenset[str] | None = None, def
         name = record.get("name")
         if not isinstance(concept_id, str) or not concept_id or not isinstance(name, str) or not name:
             raise InputFormatError(path, number, "fields 'id' and 'name' must be non-empty strings")
-        lang = to_iso(str(record.get("lang") or default_lang))
+        lang = _language(str(record.get("lang") or default_lang), path, number)
         source = str(record.get("source", ""))
         builder.add_name(
             concept_id,

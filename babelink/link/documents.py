@@ -23,7 +23,7 @@ from babelink.detect import MentionDetector
 from babelink.detect.language import guess_language
 from babelink.detect.overlaps import OVERLAP_POLICIES, resolve_overlaps
 from babelink.detect.spans import Span, SpanParams, enumerate_spans
-from babelink.detect.stopwords import BoundaryStopwords
+from babelink.detect.stopwords import Boundaries, BoundaryStopwords
 from babelink.detect.tokenize import tokenize
 from babelink.errors import InvalidInputError
 from babelink.formats.document import Document
@@ -179,10 +179,10 @@ class DocumentLinker:
         `searches` holds each span key's recall score and ranked candidates (None below the recall
         threshold) from earlier passes, and gets this pass's."""
         per_segment = []
-        for (index, offset, segment, _), (lang, stopwords, spans) in zip(segments, self._spans(segments)):
+        for (index, offset, segment, _), (lang, boundaries, spans) in zip(segments, self._spans(segments)):
             abbreviations = abbreviation_map(segment) if self.params.resolve_abbreviations else {}
             searched = ((span, abbreviations.get(span.text, span.text)) for span in spans)
-            per_segment.append((index, offset, stopwords, [
+            per_segment.append((index, offset, boundaries, [
                 (span, text, _search_key(text, lang, capitals_in_context(span.text, segment, abbreviations)))
                 for span, text in searched]))
         # Searched once per distinct (normalised string, written in capitals, language) across the batch.
@@ -194,7 +194,7 @@ class DocumentLinker:
         ranked = dict(zip(kept, self._calibrated(kept, self._ranked(kept))))
         searches.update((key, (score, ranked.get(key))) for key, score in zip(keys, recall))
         detector = "spans" if self.detector is None else self.detector.name
-        for index, offset, stopwords, spans in per_segment:
+        for index, offset, boundaries, spans in per_segment:
             for span, text, key in spans:
                 recall_score, candidates = searches.get(key, (0.0, None))
                 if candidates and self._links(candidates):
@@ -210,7 +210,7 @@ class DocumentLinker:
                         )
                     )
                 elif self.detector is not None and key[0]:
-                    proposals[index] += self._linked_ngrams(span, offset, detector, stopwords, key[2])
+                    proposals[index] += self._linked_ngrams(span, offset, detector, boundaries, key[2])
 
     def _links(self, candidates: list[Candidate]) -> bool:
         """Whether a span whose ranked concepts are `candidates` is a mention of the first."""
@@ -234,21 +234,21 @@ class DocumentLinker:
         return [self.calibration.annotate("link", key[0], candidates)[: self.params.top_k]
                 for key, candidates in zip(keys, found)]
 
-    def _spans(self, segments) -> list[tuple[str | None, frozenset[str], list[Span]]]:
-        """Each segment's language to search in (`_languages`), stop words and candidate spans:
+    def _spans(self, segments) -> list[tuple[str | None, Boundaries, list[Span]]]:
+        """Each segment's language to search in (`_languages`), span boundaries and candidate spans:
         the detector's, or all enumerated."""
         tokens = [tokenize(segment) for _, _, segment, _ in segments]
         langs, searched_as = zip(*(self._languages(lang, segment, found)
                                    for found, (_, _, segment, lang) in zip(tokens, segments)))
-        stopwords = [self.stopwords.for_language(lang) for lang in langs]
+        boundaries = [self.stopwords.for_language(lang) for lang in langs]
         if self.detector is not None:
             found = self.detector.detect([segment for _, _, segment, _ in segments])
-            return [(searched, stop, [Span(start, end, segment[start:end]) for start, end in spans])
-                    for (_, _, segment, _), searched, stop, spans in zip(segments, searched_as, stopwords, found)]
-        return [(searched, stop, enumerate_spans(segment, segment_tokens, stop, self.params.spans,
-                                                 self.stopwords.protected_in(lang), self._defined(segment)))
-                for (_, _, segment, _), segment_tokens, stop, lang, searched
-                in zip(segments, tokens, stopwords, langs, searched_as)]
+            return [(searched, edges, [Span(start, end, segment[start:end]) for start, end in spans])
+                    for (_, _, segment, _), searched, edges, spans in zip(segments, searched_as, boundaries, found)]
+        return [(searched, edges, enumerate_spans(segment, segment_tokens, edges, self.params.spans,
+                                                  self._defined(segment)))
+                for (_, _, segment, _), segment_tokens, edges, searched
+                in zip(segments, tokens, boundaries, searched_as)]
 
     def _defined(self, segment: str) -> frozenset[str]:
         """The short forms a segment written all in capitals defines: its only acronyms."""
@@ -266,10 +266,10 @@ class DocumentLinker:
         guessed = guess_language(text, tokens, self.languages)
         return guessed, guessed if guessed in self.languages else None
 
-    def _linked_ngrams(self, span: Span, offset: int, detector: str, stopwords: frozenset[str],
+    def _linked_ngrams(self, span: Span, offset: int, detector: str, boundaries: Boundaries,
                        lang: str | None) -> list[Proposal]:
         """The parts of a detected span that links as a whole to nothing, each decided as a span is."""
-        parts = ngram_search(self.ranker, span.text, self.params.link_threshold, self._depth, stopwords, lang)
+        parts = ngram_search(self.ranker, span.text, self.params.link_threshold, self._depth, boundaries, lang)
         found = self._calibrated([_search_key(part.text, lang) for part in parts], [part.candidates for part in parts])
         return [Proposal(span.start + offset + part.start, span.start + offset + part.end, part.text, part.text,
                          candidates, None, f"{detector}+ngrams")

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import pairwise
 
+from babelink.detect.stopwords import Boundaries
 from babelink.detect.tokenize import joinable, tokenize
 from babelink.retrieve.candidate import Candidate, CandidateGenerator
 from babelink.text import holds_capitals, normalize_name
@@ -36,11 +37,12 @@ class LinkedPart:
 
 
 def ngram_search(generator: CandidateGenerator, mention: str, threshold: float, top_k: int = 5,
-                 stopwords: frozenset[str] = frozenset(), lang: str | None = None,
+                 boundaries: Boundaries | None = None, lang: str | None = None,
                  whole: list[Candidate] | None = None) -> list[LinkedPart]:
     """The linked parts of `mention`, in text order: the whole mention when it reaches
     `threshold`, otherwise its best n-grams (possibly none). `lang` is the mention's language;
-    `whole`, the mention's own candidates when the caller has them (it is not searched again)."""
+    `whole`, the mention's own candidates when the caller has them (it is not searched again);
+    n-grams are edged as spans are (`boundaries`)."""
 
     def search(texts: list[str]) -> list[list[Candidate]]:
         return generator.generate([normalize_name(t) for t in texts], top_k, [holds_capitals(t) for t in texts],
@@ -50,14 +52,15 @@ def ngram_search(generator: CandidateGenerator, mention: str, threshold: float, 
         [whole] = search([mention])
     if whole and whole[0].score >= threshold:
         return [LinkedPart(0, len(mention), mention, whole)]
-    tokens = tokenize(mention)
-    edge = [token.elided or token.text.casefold() in stopwords for token in tokens]
+    tokens, boundaries = tokenize(mention), boundaries or Boundaries()
+    no_start = [token.elided or token.text.casefold() in boundaries.no_start for token in tokens]
+    no_end = [token.elided or token.text.casefold() in boundaries.no_end for token in tokens]
     joined = [joinable(mention, left, right) for left, right in pairwise(tokens)]
     linked = [False] * len(tokens)
     parts: list[LinkedPart] = []
     for size in range(len(tokens) - 1, 0, -1):
         grams = [(first, first + size) for first in range(len(tokens) - size + 1)
-                 if not any(linked[first : first + size]) and not edge[first] and not edge[first + size - 1]
+                 if not any(linked[first : first + size]) and not no_start[first] and not no_end[first + size - 1]
                  and all(joined[first : first + size - 1])]
         texts = [mention[tokens[first].start : tokens[last - 1].end] for first, last in grams]
         scored = [(candidates[0].score, gram, text, candidates)

@@ -6,9 +6,10 @@ import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from babelink.errors import InputFormatError
+from babelink.errors import InputFormatError, InvalidInputError
 from babelink.link.ngram_search import LinkedPart
 from babelink.retrieve.candidate import Candidate
+from babelink.text import normalized_mention
 
 #: Columns of `normalize --format tsv`, one row per candidate; a column per `--codes` vocabulary follows.
 TSV_COLUMNS = ("mention", "rank", "id", "name", "matched_name", "score")
@@ -74,11 +75,19 @@ def normalize_lines(linker, lines: Iterable[tuple[int, str, str]], top_k: int, s
                     skip_invalid: bool = False, lang: str | None = None, min_probability: float = 0.0,
                     ngram_threshold: float | None = None) -> Iterator[Normalized]:
     """`(line, mention, text to search)` items → `Normalized`, in input order, streamed in the
-    linker's batches. An unusable mention is an `InputFormatError` naming `source` and its line, or
-    with `skip_invalid` a `Normalized` carrying the error, and the run goes on."""
-    read, searched = itertools.tee(lines)
+    linker's batches. An unusable mention is an `InputFormatError` naming `source` and its line,
+    raised as it is read (before its batch is searched), or with `skip_invalid` a `Normalized`
+    carrying the error, and the run goes on."""
+    read, searched = itertools.tee(lines if skip_invalid else _usable(lines, source))
     results = linker.normalize_each((text for _, _, text in searched), top_k, lang, min_probability, ngram_threshold)
     for (line, mention, _), result in zip(read, results):
-        if result.error is not None and not skip_invalid:
-            raise InputFormatError(source, line, f"{result.error} (--skip-invalid to go on)")
         yield Normalized(line, mention, result)
+
+
+def _usable(lines: Iterable[tuple[int, str, str]], source: str) -> Iterator[tuple[int, str, str]]:
+    for line, mention, text in lines:
+        try:
+            normalized_mention(text)
+        except InvalidInputError as error:
+            raise InputFormatError(source, line, f"{error} (--skip-invalid to go on)") from None
+        yield line, mention, text

@@ -77,9 +77,10 @@ class Candidate:
 _CUI = re.compile(r"C\d{7}")
 
 #: Spellings of one vocabulary that sources use side by side (HPO's xrefs hold both "ICD-10:"
-#: and "ICD10:", "SNOMED_CT:" and "SNOMEDCT_US:"), and the name `codes` gives it. UMLS source
-#: abbreviations (MSH, MSHSPA, …) stay as UMLS writes them.
-VOCABULARY_NAMES = {"ICD-10": "ICD10", "ICD-9": "ICD9", "SNOMED_CT": "SNOMEDCT_US"}
+#: and "ICD10:", "SNOMED_CT:" and "SNOMEDCT_US:"; MeSH is "MESH:" in CTD's ids, "MSH:" in HPO's
+#: xrefs and UMLS's SAB), and the name `codes` gives it. Other UMLS source abbreviations
+#: (MSHSPA, …) stay as UMLS writes them.
+VOCABULARY_NAMES = {"ICD-10": "ICD10", "ICD-9": "ICD9", "SNOMED_CT": "SNOMEDCT_US", "MSH": "MESH"}
 #: Cross-reference prefixes that cite literature rather than name the concept in a vocabulary.
 NOT_VOCABULARIES = frozenset({"PMID", "PMCID", "DOI", "ISBN", "HTTP", "HTTPS"})
 

@@ -119,6 +119,9 @@ def test_unreadable_bundles(kb, tmp_path, damage, message):
 def test_missing_bundle_directory(tmp_path):
     with pytest.raises(BundleError, match="no such bundle directory"):
         Linker.open(tmp_path / "nowhere")
+    (tmp_path / "kb.tsv").write_text("id\tname\nC1\tasthma\n")
+    with pytest.raises(BundleError, match="kb.tsv: a file, not a bundle directory"):
+        Linker.open(tmp_path / "kb.tsv")
 
 
 def test_bad_mentions_raise_specific_errors(kb, tmp_path):

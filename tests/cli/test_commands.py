@@ -18,7 +18,7 @@ def test_normalize_arguments_to_jsonl(bundle):
         "name": "Myocardial Infarction",
         "matched_name": "Infarto de miocardio",
         "score": 1.0,
-        "codes": {"UMLS": "C0027051", "MSH": "D009203", "MSHSPA": "D009203"},  # from MRCONSO's SAB and CODE
+        "codes": {"UMLS": "C0027051", "MESH": "D009203", "MSHSPA": "D009203"},  # from MRCONSO's SAB and CODE
     }
     assert all(len(r["candidates"]) <= 2 for r in records)
 
@@ -54,14 +54,14 @@ def test_codes_keeps_the_vocabularies_asked_for_in_their_order(bundle):
                    "--codes", "MSH,UMLS")
     assert tsv.returncode == 0, tsv.stderr
     header, row = (line.split("\t") for line in tsv.stdout.splitlines())
-    assert header[-2:] == ["MSH", "UMLS"] and row[2] == "C0027051" and row[-2:] == ["D009203", "C0027051"]
+    assert header[-2:] == ["MESH", "UMLS"] and row[2] == "C0027051" and row[-2:] == ["D009203", "C0027051"]
     linked = babelink("link", "--bundle", bundle, "asthma and myocardial infarction", "--codes", "MSH")
     assert linked.returncode == 0, linked.stderr
     mentions = json.loads(linked.stdout)["mentions"]
-    assert mentions and all(set(m.get("codes", {})) <= {"MSH"} for m in mentions)
-    assert any(m.get("codes") == {"MSH": "D009203"} for m in mentions)
+    assert mentions and all(set(m.get("codes", {})) <= {"MESH"} for m in mentions)  # UMLS's SAB MSH is MeSH
+    assert any(m.get("codes") == {"MESH": "D009203"} for m in mentions)
     unknown = babelink("normalize", "--bundle", bundle, "asthma", "--codes", "ICD-10")
-    assert unknown.returncode != 0 and "ICD10" in unknown.stderr and "MSH" in unknown.stderr  # ICD-10 is ICD10
+    assert unknown.returncode != 0 and "ICD10" in unknown.stderr and "MESH" in unknown.stderr  # ICD-10 is ICD10
     assert "Traceback" not in unknown.stderr
     empty = babelink("normalize", "--bundle", bundle, "asthma", "--codes", " , ")
     assert empty.returncode != 0 and "no vocabulary named" in empty.stderr and "Traceback" not in empty.stderr

@@ -100,6 +100,29 @@ def test_overwrite_and_foreign_files(corpus, tmp_path):
     assert "is the input" in babelink("link", "-b", bundle, "-i", corpus_path, "-o", corpus_path).stderr
 
 
+def test_an_output_of_another_bundle_is_not_resumed_into(corpus, tmp_path):
+    _, corpus_path, _, reference = corpus
+    output = tmp_path / "out.jsonl"
+    output.write_text("".join(reference.splitlines(keepends=True)[:5]), encoding="utf-8")
+    builder = KnowledgeBaseBuilder()
+    builder.add_name("C0004096", "Asthma", preferred=True)
+    other = build_bundle(builder.build(), tmp_path / "other", retriever="sparse")
+    result = babelink("link", "-b", other, "-i", corpus_path, "-o", output)
+    assert result.returncode == 1 and "out.jsonl:1: linked with bundle " in result.stderr
+    assert "resuming would mix the two" in result.stderr and output.read_text(encoding="utf-8").count("\n") == 5
+
+
+def test_a_document_that_could_not_be_linked_is_resumed_past(corpus, tmp_path):
+    bundle, _, lines, _ = corpus
+    inputs = tmp_path / "in.jsonl"
+    inputs.write_text(lines[0] + json.dumps({"id": "bad", "text": "fever \ud800"}) + "\n" + lines[1], encoding="utf-8")
+    output = tmp_path / "out.jsonl"
+    first = babelink("link", "-b", bundle, "-i", inputs, "-o", output, "--skip-invalid")
+    assert first.returncode == 0 and '"id": "bad", "error"' in output.read_text(encoding="utf-8"), first.stderr
+    again = babelink("link", "-b", bundle, "-i", inputs, "-o", output, "--skip-invalid")
+    assert again.returncode == 0 and "skipping 3 documents" in again.stderr, again.stderr
+
+
 def test_brat_output_skips_finished_documents(corpus, tmp_path):
     bundle, corpus_path, _, _ = corpus
     directory = tmp_path / "brat"

@@ -11,7 +11,9 @@ from hypothesis import strategies as st
 from babelink.detect.overlaps import resolve_overlaps
 from babelink.detect.spans import SpanParams, enumerate_spans
 from babelink.detect.stopwords import (
+    Boundaries,
     BoundaryStopwords,
+    Protected,
     ProtectedByLanguage,
     _stopwords,
     guess_from_stopwords,
@@ -21,7 +23,9 @@ from babelink.detect.tokenize import joinable, token_texts, tokenize
 
 
 def _texts(text, stopwords=frozenset(), **params):
-    return [span.text for span in enumerate_spans(text, tokenize(text), stopwords, SpanParams(**params))]
+    """The spans of `text`: `stopwords` a plain set at both edges, or a language's `Boundaries`."""
+    boundaries = stopwords if isinstance(stopwords, Boundaries) else Boundaries.of(stopwords)
+    return [span.text for span in enumerate_spans(text, tokenize(text), boundaries, SpanParams(**params))]
 
 
 @pytest.mark.parametrize("text", [
@@ -68,7 +72,7 @@ def test_tokens_with_apostrophes_are_ordered_exact_and_spans_never_open_or_close
     assert token_texts(text) == [t.text for t in tokens]
     assert all(left.end <= right.start for left, right in itertools.pairwise(tokens))
     clitics = [t for t in tokens if t.elided]
-    for span in enumerate_spans(text, tokens, frozenset()):
+    for span in enumerate_spans(text, tokens, Boundaries()):
         assert span.start not in {t.start for t in clitics} and span.end not in {t.end for t in clitics}
 
 
@@ -107,11 +111,20 @@ def test_kb_boundary_words_are_protected():
     names = ["High blood pressure", "High fever", "Small cell carcinoma", "Small intestine", "Type II diabetes"] + [
         "Carcinoma of the lung", "Disease of the heart", "ALL", "Fracture of femur", "Tumor of the skin"] * 3
     protected = protected_words(names, frozenset({"high", "small", "of", "the", "all", "ii", "and"}))
-    assert {"high", "small"} <= protected and "carcinoma" not in protected  # a name word, not a stop word
-    assert not {"of", "the", "all"} & protected
-    stopwords = BoundaryStopwords({"en": protected}).for_language("en")
-    assert "high" not in stopwords and "the" in stopwords and "of" in stopwords
-    assert "high" in BoundaryStopwords({"en": protected}).protected_in("en")
+    assert protected.opening == {"high", "small"} and not protected.closing  # "II" is an acronym
+    boundaries = BoundaryStopwords({"en": protected}).for_language("en")
+    assert "high" not in boundaries.no_start and "high" in boundaries.no_end  # it opens names, never closes one
+    assert {"the", "of"} <= boundaries.no_start & boundaries.no_end
+    assert boundaries.never_alone == {"high", "small"} & _stopwords("en")
+
+
+def test_a_letter_that_closes_names_is_no_article_at_their_start():
+    names = ["Hepatitis A", "Vitamin A deficiency", "Vitamin A", "Influenza A", "Blood group A", "B cell lymphoma",
+             "Hepatitis B", "B cell leukemia", "Fever", "Headache"]
+    boundaries = BoundaryStopwords({"en": protected_words(names, _stopwords("en"))}).for_language("en")
+    spans = _texts("She has a fever, hepatitis A and a B cell lymphoma.", boundaries)
+    assert "hepatitis A" in spans and "fever" in spans and "B cell lymphoma" in spans
+    assert not [span for span in spans if span.startswith("a ")]
 
 
 def test_only_names_in_the_texts_language_protect_its_stop_words():
@@ -119,18 +132,19 @@ def test_only_names_in_the_texts_language_protect_its_stop_words():
     spanish = [("Cáncer de colon", "es"), ("Hipertensión arterial", "es")]
     protected = ProtectedByLanguage(turkish + spanish)
     assert sorted(protected) == ["es", "tr"] and protected.get("de") is None
-    assert "el" not in protected["es"]  # the Turkish names do not protect the Spanish article
-    assert protected["tr"] <= BoundaryStopwords().for_language("tr")  # only stop words are counted
+    assert protected["es"] == Protected()  # the Turkish names do not protect the Spanish article
+    assert protected["tr"].opening | protected["tr"].closing <= _stopwords("tr")  # only stop words are counted
     boundaries = BoundaryStopwords(protected)
-    assert "el" in boundaries.for_language("es") and "el" not in boundaries.for_language("tr")
+    assert "el" in boundaries.for_language("es").no_start and "el" not in boundaries.for_language("tr").no_start
     assert "el cáncer de colon" not in _texts("el cáncer de colon", boundaries.for_language("es"))
-    assert "el" in BoundaryStopwords().for_language("es"), "no KB: the plain list"
+    assert "el" in BoundaryStopwords().for_language("es").no_start, "no KB: the plain list"
 
 
 def test_protected_stop_words_never_make_a_span_alone():
     text = "the risk is high blood pressure"
-    spans = {span.text for span in enumerate_spans(text, tokenize(text), frozenset({"the"}),
-                                                    never_alone=frozenset({"is", "high"}))}
+    spans = {span.text for span in enumerate_spans(text, tokenize(text),
+                                                    Boundaries(frozenset({"the"}), frozenset({"the"}),
+                                                               frozenset({"is", "high"})))}
     assert "high blood pressure" in spans and "is high" in spans
     assert "high" not in spans and "is" not in spans
 

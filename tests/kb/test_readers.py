@@ -110,6 +110,8 @@ def test_tsv_reader(tmp_path):
         ("id\tname\nC1\tasthma\tstray\n", 2, "expected 2 tab-separated fields, found 3"),
         ("id\tname\nC1\tasthma\n", None, None),
         ("id\tname\nC1\tasthma\t\n", None, None),  # a trailing tab is no extra column
+        ("id\tname\tlang\nC1\tasthma\tENG\nC2\tasma\tpt-BR\nC3\tastma\tenglish\n", 4, "'english' is not a language"),
+        ("id\tname\tlang\nC1\tasthma\tzz\n", 2, "'zz' is not a language code"),
     ],
 )
 def test_tsv_reader_rejects_malformed_headers_and_rows(tmp_path, content, line, message):
@@ -148,6 +150,8 @@ def test_jsonl_reader(tmp_path):
     assert kb.num_names == 3 and len(kb) == 2
     with pytest.raises(InputFormatError, match=r"bad.jsonl:2: invalid JSON"):
         read_jsonl(write(tmp_path / "bad.jsonl", '{"id": "X1", "name": "Fever"}\n{"id": \n'))
+    with pytest.raises(InputFormatError, match=r"bad.jsonl:1: lang: 'english' is not a language code"):
+        read_jsonl(write(tmp_path / "bad.jsonl", '{"id": "X1", "name": "Fever", "lang": "english"}\n'))
     with pytest.raises(InputFormatError, match=r"bad.jsonl:1: field 'synonyms'"):
         read_jsonl(write(tmp_path / "bad.jsonl", '{"id": "X1", "name": "Fever", "synonyms": "Pyrexia"}\n'))
 

@@ -169,7 +169,9 @@ def test_a_text_all_in_capitals_reads_its_function_words_as_words(linker, lang):
 
 def test_a_mention_is_normalised_once_whatever_the_caller(linker, monkeypatch):
     """`normalize_each` is where a mention is validated and normalised; nothing before or after it
-    (the CLI's line reader, calibration, the n-gram loop's whole-mention check) does it again."""
+    (the CLI's line reader, calibration, the n-gram loop's whole-mention check) does it again,
+    except a reader that stops at the first unusable mention: it checks each as it is read, so that
+    the run stops before that mention's batch is searched."""
     from babelink import text
     from babelink.link.records import normalize_lines
 
@@ -180,5 +182,8 @@ def test_a_mention_is_normalised_once_whatever_the_caller(linker, monkeypatch):
     items = list(normalize_lines(linker, lines, 3, "<test>", skip_invalid=True, ngram_threshold=0.5))
     assert [item.result.error is None for item in items] == [True, True, False, True]
     assert calls == ["asthma", "Diabetes", "!!", "asthma"]
+    searched = []
+    monkeypatch.setattr(linker, "_normalize_keys", lambda *args: searched.append(args) or {})
     with pytest.raises(InputFormatError, match="<test>:3: mention '!!' is empty after normalisation"):
         list(normalize_lines(linker, lines, 3, "<test>"))
+    assert not searched, "the run stopped before the batch holding line 3 was searched"

@@ -7,12 +7,12 @@ import json
 import pytest
 from support import babelink
 
+from babelink import NameFilter  # the public path the docs give
 from babelink.bundle.store import build_bundle
 from babelink.errors import InvalidInputError
 from babelink.kb.base import KnowledgeBaseBuilder
 from babelink.link.documents import LinkParams
 from babelink.linker import Linker
-from babelink.retrieve.filters import NameFilter
 
 #: concept → (semantic type, [(name, lang, source)])
 CONCEPTS = {
