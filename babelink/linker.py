@@ -238,6 +238,8 @@ class Linker:
         """
         if isinstance(mentions, str):
             return self.normalize([mentions], top_k, lang, min_probability)[0]
+        if not isinstance(mentions, Iterable):
+            raise InvalidInputError(f"mentions must be a string or a list of strings, got {type(mentions).__name__}")
         return [candidates for _, candidates in self.normalize_stream(mentions, top_k, lang, min_probability)]
 
     def normalize_stream(self, mentions: Iterable[str], top_k: int = 5, lang: str | None = None,

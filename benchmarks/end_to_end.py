@@ -4,7 +4,7 @@
         [--sets ncbi bc5cdr mantra-en …] [--dft-ratios 0.2 …] [--filter-sets ncbi …] [--filter-minutes 20]
         [--filter-layers 6]        [--ner ncbi=DIR bc5cdr=DIR] [--lazy] [--encoder NAME …] [--tune]
 
-Systems, all on span enumeration (k = 3 words, KB-protected stop words, 000 §4.2):
+Systems, all on span enumeration (k = 4 words, KB-protected stop words, 000 §4.2):
 - **sparse baseline**: the char n-gram TF-IDF matcher alone, no labeled spans, no filter (the
   issue's baseline); its link threshold is chosen on dev like the others'.
 - **hybrid + spans**: the default linker: TF-IDF high-recall matcher, hybrid ranking behind the

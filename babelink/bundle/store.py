@@ -372,13 +372,15 @@ def _load_once(path: Path, verify: bool) -> Bundle:
 
 def _load_indexes(path: Path, manifest: dict, counts: dict) -> Bundle:
     """The KB and indexes under `path`, checked against the manifest's `counts`."""
-    try:
-        kb = load_kb(path / "kb")
-        names = NameTable.load(path / "names")
-        sparse = TfidfNameIndex.load(path / "sparse")
-        dense = _load_dense(path, manifest["dense"]["encoder"], names) if "dense" in manifest else None
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile, BabelinkError) as error:
-        raise BundleError(f"{path}: cannot load bundle: {error}") from None
+    def loaded(part: str, load):
+        try:
+            return load(path / part)
+        except (OSError, ValueError, KeyError, zipfile.BadZipFile, BabelinkError) as error:
+            raise BundleError(f"{path / part}: cannot load this part of the bundle: {error}") from None
+
+    kb, names, sparse = loaded("kb", load_kb), loaded("names", NameTable.load), loaded("sparse", TfidfNameIndex.load)
+    dense = loaded("dense", lambda _: _load_dense(path, manifest["dense"]["encoder"], names)) \
+        if "dense" in manifest else None
     found = {"concepts": len(kb), "names": kb.num_names, "strings": len(names)}
     for field, count in found.items():
         if counts.get(field) != count:

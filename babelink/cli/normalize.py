@@ -36,7 +36,8 @@ def normalize(
     output: Annotated[str, typer.Option("--output", "-o", help="Output file; '-' for stdout.")] = "-",
     top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, max=MAX_TOP_K, help="Concepts per mention.")] = 5,
     output_format: Annotated[OutputFormat, typer.Option(
-        "--format", help="jsonl: one object per mention; tsv: one row per candidate.")] = OutputFormat.jsonl,
+        "--format", help="jsonl: one object per mention; tsv: one row per candidate (mention, rank, id, name, "
+                  "matched_name, score, probability, then a column per --codes vocabulary).")] = OutputFormat.jsonl,
     ngram_threshold: Annotated[float | None, typer.Option(
         "--ngram-threshold", help="JSONL: a mention whose best score is below this gets \"parts\", its n-grams "
                                   "linked by the n-gram search loop.")] = None,

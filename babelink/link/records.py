@@ -12,7 +12,7 @@ from babelink.retrieve.candidate import Candidate
 from babelink.text import normalized_mention
 
 #: Columns of `normalize --format tsv`, one row per candidate; a column per `--codes` vocabulary follows.
-TSV_COLUMNS = ("mention", "rank", "id", "name", "matched_name", "score")
+TSV_COLUMNS = ("mention", "rank", "id", "name", "matched_name", "score", "probability")
 
 
 def tsv_header(vocabularies: Sequence[str] = ()) -> str:
@@ -40,7 +40,8 @@ def tsv_rows(mention: str, candidates: Sequence[Candidate], vocabularies: Sequen
     lines = []
     for rank, c in enumerate(candidates, start=1):
         codes = dict(c.codes)
-        cells = [mention, str(rank), c.concept_id, c.name, c.matched_name, f"{c.score:.6f}"]
+        probability = "" if c.probability is None else f"{c.probability:.4f}"  # none from an uncalibrated bundle
+        cells = [mention, str(rank), c.concept_id, c.name, c.matched_name, f"{c.score:.6f}", probability]
         lines.append("\t".join(cells + [codes.get(vocabulary, "") for vocabulary in vocabularies]) + "\n")
     return "".join(lines)
 

@@ -124,8 +124,18 @@ def test_missing_bundle_directory(tmp_path):
         Linker.open(tmp_path / "kb.tsv")
 
 
+def test_a_damaged_file_of_the_right_size_names_its_part_of_the_bundle(kb, tmp_path):
+    path = build_bundle(kb, tmp_path / "bundle", retriever="sparse")
+    damaged = next((path / "names").glob("*.parquet"))
+    damaged.write_bytes(bytes(damaged.stat().st_size))  # a load checks sizes only: `verify` would catch it
+    with pytest.raises(BundleError, match=f"{path / 'names'}: cannot load this part of the bundle"):
+        load_bundle(path)
+
+
 def test_bad_mentions_raise_specific_errors(kb, tmp_path):
     linker = Linker(load_bundle(build_bundle(kb, tmp_path / "bundle", retriever="sparse")))
+    with pytest.raises(InvalidInputError, match="mentions must be a string or a list of strings, got NoneType"):
+        linker.normalize(None)
     with pytest.raises(InvalidInputError, match="empty"):
         linker.normalize("")
     with pytest.raises(InvalidInputError, match="exceeds"):

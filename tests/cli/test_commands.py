@@ -46,7 +46,9 @@ def test_normalize_file_contract_keeps_order(bundle, tmp_path):
 def test_normalize_stdin_to_tsv(bundle):
     result = babelink("normalize", "--bundle", bundle, "--input", "-", "--format", "tsv", "-k", "1", stdin="asthma\n")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines()[1].split("\t")[:3] == ["asthma", "1", "C0004096"]
+    header, row = result.stdout.splitlines()[0].split("\t"), result.stdout.splitlines()[1].split("\t")
+    assert row[:3] == ["asthma", "1", "C0004096"] and header[-2:] == ["score", "probability"]
+    assert 0.0 <= float(row[-1]) <= 1.0  # the calibrated probability JSON gives
 
 
 def test_codes_keeps_the_vocabularies_asked_for_in_their_order(bundle):
