@@ -50,7 +50,7 @@ from end_to_end import (
     ner_tune_step,
     predictions,
 )
-from report import arguments, cached_bundle, commit, machine, publish
+from report import arguments, cached_bundle, commit, machine, portable, publish
 
 from babelink.augment import gold_resolver
 from babelink.bundle.store import load_bundle
@@ -308,13 +308,6 @@ def mantra_report(data: Path, minutes: float) -> list[str]:
     return lines
 
 
-def _portable(arguments: list[str]) -> str:
-    """The command line with the cache directory written as `$BABELINK_HOME`."""
-    from babelink.home import babelink_home
-
-    return " ".join(arguments).replace(str(babelink_home()), "$BABELINK_HOME")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--medic-model", help="dual encoder trained on the CTD MEDIC benchmark bundle")
@@ -323,8 +316,9 @@ def main() -> None:
     parser.add_argument("--mantra", action="store_true", help="leave-one-language-out on Mantra GSC")
     parser.add_argument("--mantra-minutes", type=float, default=6.0, help="training budget per Mantra model")
     args = arguments(__doc__.splitlines()[0], parser)
+    command = portable(" ".join(["python benchmarks/dual_encoder.py", *sys.argv[1:]]))
     lines = [f"## {time.strftime('%Y-%m-%d')} — dual encoder, one pass per segment (commit `{commit()}`)", "",
-             f"Command: `python benchmarks/dual_encoder.py {_portable(sys.argv[1:])}` · machine: {machine()}", ""]
+             f"Command: `{command}` · machine: {machine()}", ""]
     if args.medic_model:
         lines += medic_report(args.data, args)
     if args.mantra:

@@ -44,7 +44,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from report import arguments, cached_bundle, commit, machine, publish
+from report import arguments, cached_bundle, commit, machine, portable, publish
 
 from babelink import augment
 from babelink.batching import batched
@@ -286,16 +286,18 @@ def best_params(grids: list[dict]) -> tuple[dict, float]:
 
 def report(runs: list[tuple], tuned: dict, filters: dict, tuning_sets: list[str], detectors: dict) -> str:
     dev = " and ".join(f"{CORPORA[key].name} dev" for key in tuning_sets)
+    command = portable(" ".join(["python benchmarks/end_to_end.py", *sys.argv[1:]]))
     lines = [f"## {time.strftime('%Y-%m-%d')} — end-to-end linking (commit `{commit()}`)", "",
-             f"Command: `python benchmarks/end_to_end.py {' '.join(sys.argv[1:])}` · machine: {machine()}", "",
+             f"Command: `{command}` · machine: {machine()}", "",
              f"Thresholds chosen on dev (mean strict F1 of {dev}):", ""]
     lines += [f"- {system}: {params} (dev mean F1 {f1:.3f})" for system, (params, f1) in tuned.items()]
     for (corpus, ratio), (path, link_threshold) in filters.items():
         keep = json.loads((Path(path) / "babelink_filter.json").read_text())["threshold"]
         lines.append(f"- filter of {corpus} (R = {ratio:.0%}): trained and applied on proposals at link threshold "
-                     f"{link_threshold}, keep-threshold {keep} (dev): `{path}`")
+                     f"{link_threshold}, keep-threshold {keep} (dev): `{portable(str(path))}`")
     for corpus, (path, link_threshold, f1) in detectors.items():
-        lines.append(f"- learned detector of {corpus}: `{path}`, link threshold {link_threshold} (dev F1 {f1:.3f})")
+        lines.append(f"- learned detector of {corpus}: `{portable(str(path))}`, link threshold {link_threshold} "
+                     f"(dev F1 {f1:.3f})")
     for corpus_key, system, ratio, result in runs:
         if result["detection"]:
             d = result["detection"]

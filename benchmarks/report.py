@@ -26,6 +26,13 @@ def shared_path(spec: str | Path) -> str:
     return str(Path("../shared", *parts[parts.index("shared") + 1 :])) if "shared" in parts else str(spec)
 
 
+def portable(text: str) -> str:
+    """`text` with this machine's cache directory written as `$BABELINK_HOME`: logs name no machine's paths."""
+    from babelink.home import babelink_home
+
+    return text.replace(str(babelink_home()), "$BABELINK_HOME")
+
+
 def machine() -> str:
     """The CPU, whether it computes bf16 natively (the same model name hides both kinds, and every
     encoder speed differs about threefold between them), the widest vector kernels torch and oneDNN
