@@ -11,6 +11,7 @@ from importlib.resources import files
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException
 
 from babelink.encoders import DEFAULT
@@ -55,8 +56,9 @@ def create_app(linker: Linker, limits: ServiceLimits = DEFAULT_LIMITS) -> FastAP
         yield
         pool.shutdown()
 
-    app = FastAPI(title="babelink", summary="Cross-lingual biomedical entity linking.", lifespan=lifespan,
-                  description=_limits_text(limits))
+    # /docs and /redoc with their scripts served from the package: a service on an offline network still has them
+    app = FastAPIOffline(title="babelink", summary="Cross-lingual biomedical entity linking.", lifespan=lifespan,
+                         description=_limits_text(limits))
     app.add_middleware(BodyLimit, max_bytes=limits.max_body_bytes)
     _add_error_handlers(app)
 

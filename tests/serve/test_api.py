@@ -146,6 +146,16 @@ def test_health(client, bundle_path):
     assert body["limits"]["queue"] == 32
 
 
+def test_the_api_pages_need_no_network(client):
+    """/docs and /redoc load their scripts from the service itself, not a CDN an offline network lacks."""
+    for page in ("/docs", "/redoc"):
+        html = client.get(page).text
+        scripts = [line for line in html.splitlines() if "<script src=" in line or ".js" in line]
+        assert scripts and not [line for line in scripts if "cdn" in line or "https://" in line], scripts
+    assert client.get("/static-offline-docs/swagger-ui-bundle.js").status_code == 200
+    assert client.get("/static-offline-docs/redoc.standalone.js").status_code == 200
+
+
 def test_openapi_schema_documents_the_api(client):
     schema = client.get("/openapi.json").json()
     assert {"/normalize", "/link", "/health"} <= set(schema["paths"])
