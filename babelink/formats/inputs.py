@@ -2,8 +2,9 @@
 
 A directory: every `.txt` under it is one document (id = path without suffix; brat `.ann`
 files beside them are not needed). A file: `.jsonl` lines `{"id": str, "text": str, "lang"?: str}`;
-`.xml` / `.json` BioC; a file whose first line is PubTator (`PMID|t|…`) PubTator; anything else
-one plain-text document. `-` reads JSONL from stdin. Errors name the file and line.
+`.xml` / `.json` BioC; a `.pubtator` file, or one whose first line is PubTator (`PMID|t|…`),
+PubTator (errors naming its line where it is not); anything else one plain-text document. `-`
+reads JSONL from stdin. Errors name the file and line.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ def _documents_at(path: str | Path) -> Iterator[Document]:
         return jsonl_documents(iter_lines(path), path)
     if suffix in READERS_BY_SUFFIX:
         return READERS_BY_SUFFIX[suffix](path)
-    if _PUBTATOR_FIRST_LINE.match(_first_line(path)):
+    if suffix == ".pubtator" or _PUBTATOR_FIRST_LINE.match(_first_line(path)):  # one named so is read as such
         return iter_pubtator(path)
     return iter([Document(path.stem, read_text_file(path), source=str(path))])
 

@@ -82,6 +82,13 @@ def test_link_bad_input_is_one_clear_line(bundle, tmp_path, content, message):
     assert not (tmp_path / "out.jsonl").exists(), "no partial output file"
 
 
+def test_a_file_named_pubtator_is_read_as_pubtator(bundle, tmp_path):
+    (tmp_path / "in.pubtator").write_text("Asthma in children, not PubTator.\n")
+    result = babelink("link", "-b", bundle, "-i", tmp_path / "in.pubtator", "-o", tmp_path / "out.jsonl")
+    assert result.returncode == 1 and "in.pubtator:1: neither 'PMID|t|" in result.stderr
+    assert not (tmp_path / "out.jsonl").exists()
+
+
 def test_one_bad_document_is_named_by_file_and_line_and_can_be_skipped(bundle, tmp_path):
     lines = [b'{"id": "a", "text": "asthma"}', b'{"id": "b", "text": "asthma \\ud800"}',
              b'{"id": "c", "text": "asthma"}']
