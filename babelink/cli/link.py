@@ -122,8 +122,6 @@ def link(
         raise InvalidInputError("--ner, --model and --skip-invalid run with --engine local only")
     documents = ([Document(str(number), text, lang=lang) for number, text in enumerate(texts, start=1)] if texts
                  else read_input_documents(input_path, lang=lang))
-    from babelink.bundle.default import default_bundle
-    from babelink.bundle.store import load_bundle
     from babelink.retrieve.filters import NameFilter
 
     params = link_params(min_probability, keep_modifiers)
@@ -131,6 +129,8 @@ def link(
     if (name_filter or codes) and engine is Engine.ray:
         raise InvalidInputError("--types, --sources, --langs and --codes run with --engine local only")
     if engine is Engine.ray:
+        from babelink.bundle.default import default_bundle
+        from babelink.bundle.store import load_bundle
         from babelink.corpus.ray_engine import link_with_ray
 
         done = _resumed(output, output_format, overwrite, load_bundle(bundle or default_bundle()).provenance)

@@ -16,7 +16,7 @@ name the bundle that linked them must name the bundle given.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -97,7 +97,7 @@ def score_linking(predictions: Predictions, gold: Iterable[Document], kb: Knowle
         raise InputFormatError(gold_name, None, "no documents")
     _check(predictions.documents, gold_documents, bundle_id, predicted_name)
     resolve = gold_resolver(kb)
-    spans = _gold_spans(gold_documents.values(), resolve)
+    spans = gold_spans(gold_documents.values(), resolve)
     if not any(spans.values()):
         raise InputFormatError(gold_name, None, "no gold mention has a concept id of this bundle's KB "
                                                 "(is it the KB the corpus is annotated with?)")
@@ -146,7 +146,8 @@ def _check(predicted: Iterable[Document], gold: dict[str, Document], bundle_id: 
                                                     f"({found!r}): linked from another version of the text?")
 
 
-def _gold_spans(documents: Iterable[Document], resolve) -> dict[tuple[str, int, int], frozenset[str]]:
+def gold_spans(documents: Iterable[Document], resolve: Callable[[str], str | None]
+               ) -> dict[tuple[str, int, int], frozenset[str]]:
     """(document id, start, end) of every gold mention → its ids in the KB (empty: NIL or out of KB);
     a span annotated twice is one mention with the ids of both."""
     spans: dict[tuple[str, int, int], set[str]] = {}

@@ -25,6 +25,7 @@ from babelink.batching import batched
 from babelink.checkpoint import load_pretrained, write_settings
 from babelink.detect.overlaps import resolve_overlaps
 from babelink.errors import InvalidInputError
+from babelink.eval.linking import gold_spans
 from babelink.eval.metrics import span_scores
 from babelink.formats.document import Document
 from babelink.fsutil import initial_directory, write_directory
@@ -63,15 +64,10 @@ class FilterExample:
     label: int
 
 
-def gold_mentions(documents: Sequence[Document], resolve: Callable[[str], str | None]) -> dict[tuple, set[str]]:
-    """(doc id, start, end) → the KB ids of that gold mention."""
-    gold: dict[tuple, set[str]] = {}
-    for document in documents:
-        for annotation in document.annotations:
-            ids = {resolved for resolved in map(resolve, annotation.concept_ids) if resolved}
-            if ids:
-                gold.setdefault((document.id, annotation.start, annotation.end), set()).update(ids)
-    return gold
+def gold_mentions(documents: Sequence[Document], resolve: Callable[[str], str | None]) -> dict[tuple, frozenset[str]]:
+    """(doc id, start, end) → the KB ids of that gold mention, for the mentions that have any
+    (`eval.linking.gold_spans`)."""
+    return {span: ids for span, ids in gold_spans(documents, resolve).items() if ids}
 
 
 def propose(linker: DocumentLinker, documents: Sequence[Document]) -> list[list[Proposal]]:
