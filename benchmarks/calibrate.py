@@ -36,6 +36,7 @@ from report import ROOT, arguments, cached_bundle, commit, machine, publish, sha
 from babelink import augment
 from babelink.bundle.store import load_bundle
 from babelink.detect.overlaps import resolve_overlaps
+from babelink.eval.linking import in_kb_gold
 from babelink.eval.metrics import span_scores
 from babelink.formats import read_documents
 from babelink.formats.xlbel import read_xlbel
@@ -48,7 +49,6 @@ from babelink.retrieve.calibration import (
     Model,
 )
 from babelink.train.calibration import PROPOSAL_FLOOR, link_proposals, link_rows, normalize_rows
-from babelink.train.context_filter import gold_mentions
 from babelink.translate import read_lexicons
 
 #: corpus → (KB, paths under bench/, language, annotation types kept)
@@ -131,7 +131,7 @@ def _link_examples(linkers: dict, plain: dict, data: Path) -> dict:
     for corpus, (kb_name, _, lang, _) in CORPORA.items():
         documents = _documents(data, corpus)
         linker = linkers[kb_name]
-        gold = gold_mentions(documents, augment.gold_resolver(linker.bundle.kb))
+        gold = in_kb_gold(documents, augment.gold_resolver(linker.bundle.kb))
         started = time.perf_counter()
         proposals = link_proposals(linker, documents)
         seconds = time.perf_counter() - started

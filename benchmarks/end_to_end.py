@@ -55,6 +55,7 @@ from babelink.detect.overlaps import OVERLAP_POLICIES, resolve_overlaps
 from babelink.encoders import checkpoint_path
 from babelink.encoders.transformer import require_checkpoint
 from babelink.errors import BabelinkError
+from babelink.eval.linking import in_kb_gold
 from babelink.eval.metrics import span_scores
 from babelink.formats import read_documents
 from babelink.formats.document import Document
@@ -125,7 +126,7 @@ def documents(data: Path, corpus: Corpus, split: str) -> list[Document]:
 
 
 def gold(docs: list[Document], kb) -> list[tuple]:
-    resolved = filter_training.gold_mentions(docs, augment.gold_resolver(kb))
+    resolved = in_kb_gold(docs, augment.gold_resolver(kb))
     return [(doc_id, start, end, ids) for (doc_id, start, end), ids in resolved.items()]
 
 

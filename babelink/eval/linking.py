@@ -158,6 +158,14 @@ def gold_spans(documents: Iterable[Document], resolve: Callable[[str], str | Non
     return {span: frozenset(ids) for span, ids in spans.items()}
 
 
+def in_kb_gold(documents: Iterable[Document], resolve: Callable[[str], str | None],
+               types: Collection[str] | None = None) -> dict[tuple[str, int, int], frozenset[str]]:
+    """The gold mentions (of `types` when given) that name a concept of the KB: (document id,
+    start, end) → their ids, as `gold_spans` reads them."""
+    spans = gold_spans((_of_types(document, types) for document in documents), resolve)
+    return {span: ids for span, ids in spans.items() if ids}
+
+
 def _scores(predicted: Iterable[Document], gold: dict[tuple[str, int, int], frozenset[str]], resolve) -> dict:
     found = [(document.id, annotation) for document in predicted for annotation in document.annotations]
     return {

@@ -22,13 +22,13 @@ import numpy as np
 from babelink.augment import gold_resolver
 from babelink.batching import batched
 from babelink.errors import InvalidInputError
+from babelink.eval.linking import in_kb_gold
 from babelink.formats.document import Document
 from babelink.link.documents import Proposal
 from babelink.link.modifiers import is_modifier
 from babelink.linker import Linker
 from babelink.retrieve.calibration import LOOKAHEAD, Calibrator, Model, candidate_features
 from babelink.text import holds_capitals, normalize_name
-from babelink.train.context_filter import gold_mentions
 
 #: Candidates per example, as the shipped calibrator was fitted.
 TOP_K = 5
@@ -67,7 +67,7 @@ def link_proposals(linker: Linker, documents: Sequence[Document]) -> list[list[P
 
 def link_rows(linker: Linker, documents: Sequence[Document], proposals: Sequence[Sequence[Proposal]]) -> list[Rows]:
     """Each proposal's candidate feature rows and labels, in proposal order."""
-    gold, shares = gold_mentions(documents, gold_resolver(linker.bundle.kb)), linker.bundle.scripts
+    gold, shares = in_kb_gold(documents, gold_resolver(linker.bundle.kb)), linker.bundle.scripts
     rows = []
     for document, found in zip(documents, proposals):
         for proposal in found:

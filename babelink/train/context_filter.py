@@ -25,7 +25,7 @@ from babelink.batching import batched
 from babelink.checkpoint import load_pretrained, write_settings
 from babelink.detect.overlaps import resolve_overlaps
 from babelink.errors import InvalidInputError
-from babelink.eval.linking import gold_spans
+from babelink.eval.linking import in_kb_gold
 from babelink.eval.metrics import span_scores
 from babelink.formats.document import Document
 from babelink.fsutil import initial_directory, write_directory
@@ -64,12 +64,6 @@ class FilterExample:
     label: int
 
 
-def gold_mentions(documents: Sequence[Document], resolve: Callable[[str], str | None]) -> dict[tuple, frozenset[str]]:
-    """(doc id, start, end) → the KB ids of that gold mention, for the mentions that have any
-    (`eval.linking.gold_spans`)."""
-    return {span: ids for span, ids in gold_spans(documents, resolve).items() if ids}
-
-
 def propose(linker: DocumentLinker, documents: Sequence[Document]) -> list[list[Proposal]]:
     proposals = []
     for batch in batched(documents, _PROPOSE_BATCH):
@@ -79,7 +73,7 @@ def propose(linker: DocumentLinker, documents: Sequence[Document]) -> list[list[
 
 def filter_examples(linker: DocumentLinker, documents: Sequence[Document], resolve: Callable[[str], str | None],
                     window: int) -> list[FilterExample]:
-    gold = gold_mentions(documents, resolve)
+    gold = in_kb_gold(documents, resolve)
     return [FilterExample(filter_window(document.text, p.start, p.end, window), p.candidates[0].name,
                           int(p.candidates[0].concept_id in gold.get((document.id, p.start, p.end), ())))
             for document, found in zip(documents, propose(linker, documents)) for p in found]
@@ -156,7 +150,7 @@ def tune_threshold(linker: DocumentLinker, documents: Sequence[Document], resolv
     F1 of every threshold tried; the filter runs once, each threshold only re-resolves overlaps."""
     proposals = propose(linker, documents)
     linker.apply_filter(documents, proposals)
-    gold = gold_mentions(documents, resolve)
+    gold = in_kb_gold(documents, resolve)
     gold_items = [(doc_id, start, end, ids) for (doc_id, start, end), ids in gold.items()]
     f1 = {}
     for threshold in THRESHOLD_GRID:

@@ -37,6 +37,7 @@ from babelink.detect.tokenize import tokenize
 from babelink.dual.linker import DualLinker, word_range
 from babelink.dual.model import HEAD_FILE, DualEncoder, DualModel, DualSettings, save_dual
 from babelink.errors import BabelinkError, InvalidInputError
+from babelink.eval.linking import in_kb_gold
 from babelink.eval.metrics import span_scores
 from babelink.formats.document import Document
 from babelink.fsutil import write_directory
@@ -314,12 +315,8 @@ def link_scores(linker: DualLinker, documents: Sequence[Document]) -> dict:
 
 
 def _in_kb_gold(linker: DualLinker, documents: Sequence[Document],
-                types: Sequence[str] | None = None) -> list[tuple[str, int, int, tuple[str, ...]]]:
-    """(doc id, start, end, KB ids) of the documents' annotations (of `types`) naming a KB concept."""
-    resolve = gold_resolver(linker.kb)
-    gold = [(d.id, a.start, a.end, tuple(c for c in map(resolve, a.concept_ids) if c))
-            for d in documents for a in d.annotations if types is None or a.type in types]
-    return [g for g in gold if g[3]]
+                types: Sequence[str] | None = None) -> list[tuple[str, int, int, frozenset[str]]]:
+    return [(*span, ids) for span, ids in in_kb_gold(documents, gold_resolver(linker.kb), types).items()]
 
 
 def tune_decision(linker: DualLinker, documents: Sequence[Document], types: Sequence[str] | None = None,
