@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 
+from babelink.eval.linking import BUNDLE_INFON
 from babelink.formats.document import Annotation, Document
 from babelink.retrieve.candidate import Candidate
 
@@ -64,7 +65,7 @@ def provenance_infons(provenance: dict | None) -> tuple[tuple[str, str], ...]:
     """`Bundle.provenance` as flat BioC document infons."""
     if provenance is None:
         return ()
-    return (("babelink_bundle", provenance["bundle"]), ("babelink_kb", provenance["kb"]["name"]),
+    return ((BUNDLE_INFON, provenance["bundle"]), ("babelink_kb", provenance["kb"]["name"]),
             ("babelink_kb_version", provenance["kb"]["version"]), ("babelink_version", provenance["babelink"]))
 
 
