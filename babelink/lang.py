@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from babelink.errors import InvalidInputError
+from babelink.text import comma_list
 
 # UMLS MRCONSO `LAT` → ISO 639-1 (https://www.nlm.nih.gov/research/umls/knowledge_sources/metathesaurus/release/abbreviations.html).
 UMLS_TO_ISO = {
@@ -74,5 +75,4 @@ def parse_languages(codes: list[str] | tuple[str, ...] | None, field: str = "--l
     """`--lang es --lang ENG` or `--lang es,en` → {"es", "en"}; None, empty or blank (`--langs ""`)
     means every language, as an empty `--types` or `--sources` means every type or source; a part
     that is not a code is an error naming `field` (`check_language`)."""
-    found = frozenset(check_language(part, field) for code in codes or () for part in code.split(",") if part.strip())
-    return found or None
+    return frozenset(check_language(code, field) for code in comma_list(codes)) or None

@@ -46,7 +46,7 @@ from babelink.retrieve.filters import AllowedNames, NameFilter, allowed_concepts
 from babelink.retrieve.generators import DenseGenerator, HybridGenerator, HybridParams, SparseGenerator
 from babelink.retrieve.switching import SwitchingGenerator
 from babelink.retrieve.translation import TranslatingGenerator
-from babelink.text import holds_capitals, normalize_name, normalized_mention
+from babelink.text import comma_list, holds_capitals, normalize_name, normalized_mention
 
 if TYPE_CHECKING:
     from babelink.dual.linker import DualLinker
@@ -215,8 +215,7 @@ class Linker:
         """`wanted` vocabularies (each a name or comma-separated names), in order, checked against
         those the bundle's concepts have codes in: one it has none in is an `InvalidInputError`
         listing them."""
-        wanted = tuple(dict.fromkeys(vocabulary_name(part.strip()) for value in wanted for part in value.split(",")
-                                     if part.strip()))
+        wanted = tuple(dict.fromkeys(map(vocabulary_name, comma_list(wanted))))
         if not wanted:
             raise InvalidInputError("no vocabulary named: give codes such as HP,ICD10 "
                                     f"(the bundle's: {', '.join(sorted(self._linking.code_vocabularies))})")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from collections.abc import Container
+from collections.abc import Container, Iterable
 
 import regex
 
@@ -106,3 +106,9 @@ def capitals_in_context(mention: str, context: str, defined: Container[str] = fr
     shouted note: "THE TUMOR IS BENIGN") they do not, unless the text defines the mention as an
     abbreviation (`defined`, its short forms)."""
     return holds_capitals(mention) and (not written_in_capitals(context) or mention in defined)
+
+
+def comma_list(values: Iterable[str] | None) -> tuple[str, ...]:
+    """Option values, each one code or comma-separated codes (`--types T047 --types T191,T048`) →
+    the codes, stripped, blank ones left out, in order, each once."""
+    return tuple(dict.fromkeys(part.strip() for value in values or () for part in value.split(",") if part.strip()))

@@ -33,8 +33,9 @@ def evaluate(
     from babelink.eval.linking import read_predictions, score_linking
     from babelink.formats import read_documents
     from babelink.fsutil import atomic_output
+    from babelink.text import comma_list
 
-    wanted = {part.strip() for value in types or () for part in value.split(",") if part.strip()} or None
+    wanted = set(comma_list(types)) or None
     loaded = load_bundle(bundle or default_bundle())
     scores = score_linking(read_predictions(predicted), read_documents(gold), loaded.kb, wanted,
                            bundle_id=loaded.provenance["bundle"], predicted_name=str(predicted), gold_name=str(gold))

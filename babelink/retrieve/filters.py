@@ -22,6 +22,7 @@ from babelink.errors import InvalidInputError
 from babelink.index.names import NameTable
 from babelink.kb.base import KnowledgeBase
 from babelink.lang import parse_languages
+from babelink.text import comma_list
 
 #: Unknown values an error names before it says how many there are.
 MAX_NAMED = 20
@@ -41,10 +42,8 @@ class NameFilter:
     def of(cls, types: Iterable[str] | None = None, sources: Iterable[str] | None = None,
            langs: Iterable[str] | None = None) -> NameFilter:
         """From option values, each a list of codes or comma-separated codes."""
-        def codes(values):
-            found = frozenset(part.strip() for value in values or () for part in value.split(",") if part.strip())
-            return found or None
-        return cls(codes(types), codes(sources), parse_languages(list(langs or ()), "langs"))
+        return cls(frozenset(comma_list(types)) or None, frozenset(comma_list(sources)) or None,
+                   parse_languages(list(langs or ()), "langs"))
 
     def __bool__(self) -> bool:
         return any(field is not None for field in (self.types, self.sources, self.langs))
