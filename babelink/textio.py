@@ -4,6 +4,7 @@ JSON lines parsed with the file and line in the error."""
 from __future__ import annotations
 
 import gzip
+import zlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,7 +28,7 @@ def iter_lines(path: str | Path) -> Iterator[tuple[int, str]]:
     try:
         with opener(path, "rb") as stream:
             yield from iter_stream_lines(stream, path)
-    except (OSError, EOFError, gzip.BadGzipFile) as error:
+    except (OSError, EOFError, zlib.error) as error:  # a gzip's header, end or compressed data
         raise InputFormatError(path, None, f"cannot read: {error}") from None
 
 

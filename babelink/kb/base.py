@@ -118,6 +118,11 @@ class KnowledgeBase:
         return digest.hexdigest()
 
 
+def clean_name(name: str) -> str:
+    """A hand-typed name as a KB keeps it: NFC, every run of whitespace (tabs, line breaks) one space."""
+    return unicodedata.normalize("NFC", " ".join(name.split()))
+
+
 class KnowledgeBaseBuilder:
     """Collects names and concept metadata from a reader and builds a `KnowledgeBase`.
 
@@ -185,7 +190,7 @@ class KnowledgeBaseBuilder:
         (also of `skip`, names another source already gave the concept) left out."""
         seen = {name.casefold() for name in skip}
         for name, term_type in names:
-            name = unicodedata.normalize("NFC", " ".join(name.split()))
+            name = clean_name(name)
             if name and name.casefold() not in seen:
                 seen.add(name.casefold())
                 self.add_name(

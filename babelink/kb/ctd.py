@@ -14,7 +14,7 @@ MIN_FIELDS = 8
 
 
 def _split(cell: str) -> list[str]:
-    return [value for value in cell.split("|") if value]
+    return [value.strip() for value in cell.split("|") if value.strip()]
 
 
 def read_ctd(path: str | Path, *, languages: frozenset[str] | None = None) -> KnowledgeBase:

@@ -31,7 +31,7 @@ def read_umls(
     Filters: `languages` (ISO codes, see `babelink.lang`), `sources` (SAB), `term_types` (TTY);
     suppressed atoms (SUPPRESS O/E/Y) are skipped unless asked for. A name is preferred when it is
     the concept's preferred form in its source (TS=P, STT=PF, ISPREF=Y). `mrsty` defaults to an
-    `MRSTY.RRF` beside `mrconso` and is optional: semantic types are added when it exists.
+    `MRSTY.RRF` or `MRSTY.RRF.gz` beside `mrconso` and is optional: semantic types are added when it exists.
     """
     mrconso = Path(mrconso)
     sources = frozenset(sources) if sources else None
@@ -45,7 +45,7 @@ def read_umls(
             raise InputFormatError(
                 mrconso, number, f"expected {MRCONSO_FIELDS} '|'-separated fields, found {len(fields)}"
             )
-        cui, name = fields[CUI], fields[STR]
+        cui, name = fields[CUI].strip(), fields[STR].strip()
         if not cui or not name:
             raise InputFormatError(mrconso, number, "empty CUI or STR field")
         if sources is not None and fields[SAB] not in sources:
@@ -63,9 +63,11 @@ def read_umls(
             preferred=fields[TS] == "P" and fields[STT] == "PF" and fields[ISPREF] == "Y",
         )
         builder.add_concept(cui, xrefs=(f"{fields[SAB]}:{fields[CODE]}",))
-    mrsty = Path(mrsty) if mrsty is not None else mrconso.with_name("MRSTY.RRF" + mrconso.name.partition(".RRF")[2])
-    if mrsty.exists():
-        _add_semantic_types(builder, mrsty)
+    if mrsty is None:  # gzipped or not, whichever MRCONSO is
+        mrsty = next((path for name in ("MRSTY.RRF", "MRSTY.RRF.gz") if (path := mrconso.with_name(name)).exists()),
+                     None)
+    if mrsty is not None:
+        _add_semantic_types(builder, Path(mrsty))
     return builder.build()
 
 

@@ -36,14 +36,23 @@ def normalize_record(mention: str, candidates: Sequence[Candidate], provenance: 
 
 def tsv_rows(mention: str, candidates: Sequence[Candidate], vocabularies: Sequence[str] = ()) -> str:
     """`normalize --format tsv` lines of one mention (see `tsv_header`): a concept without a code
-    in a vocabulary has an empty cell."""
+    in a vocabulary has an empty cell; a tab or line break in a mention or name is escaped."""
     lines = []
     for rank, c in enumerate(candidates, start=1):
         codes = dict(c.codes)
         probability = "" if c.probability is None else f"{c.probability:.4f}"  # none from an uncalibrated bundle
         cells = [mention, str(rank), c.concept_id, c.name, c.matched_name, f"{c.score:.6f}", probability]
-        lines.append("\t".join(cells + [codes.get(vocabulary, "") for vocabulary in vocabularies]) + "\n")
+        lines.append("\t".join(map(_tsv_cell, cells + [codes.get(vocabulary, "") for vocabulary in vocabularies]))
+                     + "\n")
     return "".join(lines)
+
+
+_TSV_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+
+
+def _tsv_cell(value: str) -> str:
+    r"""A cell that stays one cell: a backslash, tab and line breaks are written `\\`, `\t`, `\n`, `\r`."""
+    return value.translate(_TSV_ESCAPES)
 
 
 @dataclass(frozen=True)

@@ -37,12 +37,23 @@ def test_umls_reader_keys_by_cui_and_filters(tmp_path):
     assert read_umls(tmp_path / "MRCONSO.RRF", include_suppressed=True).num_names == 6
 
 
-def test_umls_reader_gzip_and_semantic_types(tmp_path):
-    write(tmp_path / "MRCONSO.RRF.gz", MRCONSO, gz=True)
-    write(tmp_path / "MRSTY.RRF.gz", "C0027051|T047|B2.2.1.2.1|Disease or Syndrome|AT1|256|\n", gz=True)
-    kb = read_umls(tmp_path / "MRCONSO.RRF.gz")
+@pytest.mark.parametrize(("mrconso_gz", "mrsty_gz"), [(True, True), (True, False), (False, True)])
+def test_umls_reader_gzip_and_semantic_types(tmp_path, mrconso_gz, mrsty_gz):
+    """MRSTY beside MRCONSO is read whether either is gzipped."""
+    write(tmp_path / ("MRCONSO.RRF.gz" if mrconso_gz else "MRCONSO.RRF"), MRCONSO, gz=mrconso_gz)
+    write(tmp_path / ("MRSTY.RRF.gz" if mrsty_gz else "MRSTY.RRF"),
+          "C0027051|T047|B2.2.1.2.1|Disease or Syndrome|AT1|256|\n", gz=mrsty_gz)
+    kb = read_umls(tmp_path / ("MRCONSO.RRF.gz" if mrconso_gz else "MRCONSO.RRF"))
     types = dict(zip(kb.concepts.column("concept_id").to_pylist(), kb.concepts.column("types").to_pylist()))
     assert types == {"C0027051": ["T047"], "C0011849": []}
+
+
+def test_a_gzip_with_corrupt_compressed_data_is_an_error_naming_it(tmp_path):
+    data = bytearray(gzip.compress((MRCONSO * 50).encode()))
+    data[40:48] = b"\xff" * 8
+    (tmp_path / "MRCONSO.RRF.gz").write_bytes(bytes(data))
+    with pytest.raises(InputFormatError, match=r"MRCONSO.RRF.gz: cannot read"):
+        read_umls(tmp_path / "MRCONSO.RRF.gz")
 
 
 def test_umls_reader_reports_malformed_row_with_line(tmp_path):
@@ -112,6 +123,10 @@ def test_tsv_reader(tmp_path):
         ("id\tname\nC1\tasthma\t\n", None, None),  # a trailing tab is no extra column
         ("id\tname\tlang\nC1\tasthma\tENG\nC2\tasma\tpt-BR\nC3\tastma\tenglish\n", 4, "'english' is not a language"),
         ("id\tname\tlang\nC1\tasthma\tzz\n", 2, "'zz' is not a language code"),
+        ("id\tname\tnotes\nC1\tasthma\tx\n", 1, "unknown column 'notes'; the columns are id, name, lang"),
+        ("id\tcui\tname\nC1\tC2\tasthma\n", 1, "two id columns"),
+        ("id\tname\nC1\t \n", 2, "the name must be a non-empty string"),
+        ("id\tname\n\x07\tasthma\n", 2, "holds a control character"),
     ],
 )
 def test_tsv_reader_rejects_malformed_headers_and_rows(tmp_path, content, line, message):
@@ -138,6 +153,27 @@ def test_kb_that_leaves_nothing_to_search_names_the_file(tmp_path, content, mess
     with pytest.raises(InputFormatError, match=message) as caught:
         read_kb(path, languages=frozenset({"en"}))
     assert str(path) in str(caught.value)
+
+
+def test_tsv_lists_comments_and_ids_that_start_with_a_hash(tmp_path):
+    path = write(tmp_path / "vocab.tsv", "# my vocabulary, v2\nid\tname\tsynonyms\ttypes\txrefs\n"
+                                         "#42\tFever\tPyrexia | fever|\tSign\tUMLS:C0015967\n")
+    kb = read_tsv(path)
+    assert kb.names.column("name").to_pylist() == ["Fever", "Pyrexia"]
+    assert kb.concepts.to_pylist()[0] | {"preferred_name": None} == {
+        "concept_id": "#42", "preferred_name": None, "types": ["Sign"], "xrefs": ["UMLS:C0015967"], "alt_ids": []}
+
+
+def test_jsonl_nulls_are_absent_and_blank_synonyms_are_left_out(tmp_path):
+    path = write(tmp_path / "vocab.jsonl", '{"id": " X1 ", "name": "Head\\tache", "source": null, "lang": null, '
+                                           '"preferred": null, "synonyms": ["", "  ", "Cephalalgia"]}\n')
+    kb = read_jsonl(path)
+    assert kb.names.column("name").to_pylist() == ["Head ache", "Cephalalgia"]
+    assert set(kb.names.column("source").to_pylist()) == {""} and kb.concepts.column("concept_id").to_pylist() == ["X1"]
+    with pytest.raises(InputFormatError, match=r"bad.jsonl:1: field 'source' must be a string"):
+        read_jsonl(write(tmp_path / "bad.jsonl", '{"id": "X1", "name": "Fever", "source": 3}\n'))
+    with pytest.raises(InputFormatError, match=r"bad.jsonl:1: the id 'X\\t1' holds a control character"):
+        read_jsonl(write(tmp_path / "bad.jsonl", '{"id": "X\\t1", "name": "Fever"}\n'))
 
 
 def test_jsonl_reader(tmp_path):
