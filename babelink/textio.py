@@ -4,8 +4,8 @@ JSON lines parsed with the file and line in the error."""
 from __future__ import annotations
 
 import gzip
-import zlib
 import json
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO

@@ -25,13 +25,15 @@ from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import scipy.sparse as sp
 
 from babelink.bundle.integrity import MANIFEST, file_records
-from babelink.bundle.store import TRANSLATIONS, Bundle, load_bundle
+from babelink.bundle.store import TRANSLATIONS, Bundle, load_bundle, read_manifest
 from babelink.encoders.vector_store import VectorStore, encode_through, store_directory
-from babelink.errors import BundleError
+from babelink.errors import BundleError, InputFormatError
 from babelink.fsutil import replace_directory, staging_directory, write_directory
 from babelink.index.approximate import ApproximateNames
 from babelink.index.dense import DenseNameIndex, DenseParams, embed_strings, save_params
@@ -39,6 +41,8 @@ from babelink.index.lazy import write_lazy_index
 from babelink.index.names import NameTable
 from babelink.index.sparse import TfidfNameIndex
 from babelink.kb.base import KnowledgeBase
+from babelink.kb.obo import read_obo_branches, types_from_ontology
+from babelink.kb.readers import infer_format, read_kb
 from babelink.kb.store import save_kb
 from babelink.retrieve.calibration import CALIBRATION_FILE, Calibrator, script_shares
 from babelink.translate import save_english_words
@@ -49,11 +53,37 @@ _NAME_KEY = ("concept_id", "name", "lang")
 REFIT_UNSEEN_SHARE = 0.02
 
 
+def read_additions(bundle: str | Path, path: str | Path, kb_format: str | None = None
+                   ) -> tuple[KnowledgeBase, list[str]]:
+    """The KB file at `path` read as the bundle's build read its KB: its names in the build's
+    `--lang` languages only, a UMLS file through the build's `--source` and `--term-type`, its
+    concepts typed by the build's `--types-from` ontologies. Returns the KB and a note for each
+    ontology no longer where the build read it (its types are not added)."""
+    built = read_manifest(bundle)["kb"].get("source") or {}
+    umls = (kb_format or infer_format(Path(path))) == "umls"
+    additions = read_kb(path, kb_format, sources=built.get("sources") if umls else None,
+                        term_types=built.get("term_types") if umls else None)
+    if languages := frozenset(built.get("languages") or ()):
+        additions = additions.select_languages(languages)
+        if len(additions) == 0:
+            raise InputFormatError(path, None, f"no name in the bundle's languages ({', '.join(sorted(languages))}), "
+                                               "those its build kept")
+    notes = []
+    for ontology in map(Path, built.get("types_from") or ()):
+        if ontology.is_file():
+            additions, _ = types_from_ontology(additions, read_obo_branches(ontology))
+        else:
+            notes.append(f"{ontology}: the build typed its concepts with this ontology, which is gone; "
+                         "the added concepts have none of its types")
+    return additions, notes
+
+
 def merge_kb(kb: KnowledgeBase, additions: KnowledgeBase) -> KnowledgeBase:
-    """`kb` with the names of `additions` appended after its own, and the concepts it lacks. A name
-    given under an id `kb` knows as another concept's alternative (a source joined into it) goes to
-    that concept; a name a concept has already in that language is not added again, so updating
-    twice with one file adds nothing the second time."""
+    """`kb` with the names of `additions` appended after its own, the concepts it lacks, and the
+    types, xrefs and alternative ids `additions` gives concepts it has. A name given under an id
+    `kb` knows as another concept's alternative (a source joined into it) goes to that concept; a
+    name a concept has already in that language is not added again, so updating twice with one
+    file adds nothing the second time."""
     ids = [kb.resolve(concept_id) or concept_id for concept_id in additions.names.column("concept_id").to_pylist()]
     names = additions.names.set_column(additions.names.schema.get_field_index("concept_id"), "concept_id",
                                        pa.array(ids, pa.string()))
@@ -62,9 +92,38 @@ def merge_kb(kb: KnowledgeBase, additions: KnowledgeBase) -> KnowledgeBase:
     for key in zip(*(names.column(field).to_pylist() for field in _NAME_KEY)):
         fresh.append(key not in seen)
         seen.add(key)
-    new = [kb.resolve(concept_id) is None for concept_id in additions.concepts.column("concept_id").to_pylist()]
+    known = [kb.resolve(concept_id) for concept_id in additions.concepts.column("concept_id").to_pylist()]
+    new = pa.array([target is None for target in known], pa.bool_())
     return KnowledgeBase(pa.concat_tables([kb.names, names.filter(pa.array(fresh, pa.bool_()))]),
-                         pa.concat_tables([kb.concepts, additions.concepts.filter(pa.array(new, pa.bool_()))]))
+                         pa.concat_tables([_with_metadata(kb, additions, known), additions.concepts.filter(new)]))
+
+
+_METADATA = ("types", "xrefs", "alt_ids")
+
+
+def _with_metadata(kb: KnowledgeBase, additions: KnowledgeBase, known: list[str | None]) -> pa.Table:
+    """`kb.concepts` with the metadata `additions` gives the concepts `known` (an addition's row →
+    the `kb` concept it is, or None); an alternative id another concept has already is left out."""
+    if all(target is None for target in known):
+        return kb.concepts
+    row_of = {concept_id: row for row, concept_id in enumerate(kb.concepts.column("concept_id").to_pylist())}
+    columns = {field: None for field in _METADATA}  # read only when a known concept gains something
+    for target, given in zip(known, additions.concepts.select(list(_METADATA)).to_pylist()):
+        if target is None:
+            continue
+        for field in _METADATA:
+            values = [value for value in given[field] if field != "alt_ids" or kb.resolve(value) is None]
+            if columns[field] is None and values:
+                columns[field] = kb.concepts.column(field).to_pylist()
+            if values:
+                current = columns[field][row_of[target]]
+                current.extend(value for value in dict.fromkeys(values) if value not in current)
+    concepts = kb.concepts
+    for field, values in columns.items():
+        if values is not None:
+            concepts = concepts.set_column(concepts.schema.get_field_index(field), field,
+                                           pa.array(values, concepts.schema.field(field).type))
+    return concepts
 
 
 def update_bundle(path: str | Path, additions: KnowledgeBase, out: str | Path | None = None, *,
@@ -80,7 +139,7 @@ def update_bundle(path: str | Path, additions: KnowledgeBase, out: str | Path | 
     if out != bundle.path.absolute() and out.exists() and not (out / MANIFEST).is_file():
         raise BundleError(f"{out}: exists and is not a babelink bundle; refusing to replace it")
     merged = merge_kb(bundle.kb, additions)
-    if merged.num_names == bundle.kb.num_names and len(merged) == len(bundle.kb):  # nothing new: nothing changes
+    if merged.num_names == bundle.kb.num_names and merged.concepts.equals(bundle.kb.concepts):  # nothing changes
         if out != bundle.path.absolute():
             write_directory(out, lambda staging: shutil.copytree(bundle.path, staging, dirs_exist_ok=True))
         return out
@@ -123,12 +182,23 @@ def update_bundle(path: str | Path, additions: KnowledgeBase, out: str | Path | 
             "at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "source": source, "given": additions.num_names,
             "names": merged.num_names - bundle.kb.num_names,
             "new_concepts": len(merged) - len(bundle.kb), "new_strings": len(added),
+            "enriched_concepts": _enriched(bundle.kb, merged),
             "unseen_ngram_share": round(unseen, 4), "sparse": "refitted" if refit else "appended"})
         replace_directory(staging, out)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return out
+
+
+def _enriched(kb: KnowledgeBase, merged: KnowledgeBase) -> int:
+    """How many of `kb`'s concepts `merged` gives more types, xrefs or alternative ids."""
+    grown = np.zeros(len(kb), dtype=bool)  # metadata only grows: a longer list is a gain
+    for field in _METADATA:
+        before = pc.list_value_length(kb.concepts.column(field)).fill_null(0)
+        after = pc.list_value_length(merged.concepts.column(field).slice(0, len(kb))).fill_null(0)
+        grown |= after.to_numpy() > before.to_numpy()
+    return int(grown.sum())
 
 
 def _extend_sparse(index: TfidfNameIndex, strings: list[str]) -> TfidfNameIndex:

@@ -20,8 +20,10 @@ def build(
     kb_format: KbFormatOption = None,
     lang: Annotated[list[str] | None, typer.Option(
         "--lang", help="Keep names in these languages (ISO or UMLS LAT; repeat or comma-separate).")] = None,
-    source: Annotated[list[str] | None, typer.Option("--source", help="UMLS only: keep these SABs.")] = None,
-    term_type: Annotated[list[str] | None, typer.Option("--term-type", help="UMLS only: keep these TTYs.")] = None,
+    source: Annotated[list[str] | None, typer.Option(
+        "--source", help="UMLS only: keep these SABs (repeat or comma-separate).")] = None,
+    term_type: Annotated[list[str] | None, typer.Option(
+        "--term-type", help="UMLS only: keep these TTYs (repeat or comma-separate).")] = None,
     retriever: Annotated[Retriever, typer.Option(
         "--retriever", help="Candidate generation: TF-IDF, encoder, or both fused.")] = Retriever.hybrid,
     encoder: Annotated[str, typer.Option(
@@ -31,7 +33,8 @@ def build(
     prefix: Annotated[str | None, typer.Option(
         "--prefix", help="Text prepended to every name and mention before encoding.")] = None,
     precision: Annotated[str | None, typer.Option(
-        "--precision", help="auto|fp32|bf16: one vector space (auto: bf16 where the CPU has it); int8: ONNX "
+        "--precision", help="auto|fp32|bf16|fp16: one vector space (auto: bf16 where the CPU has it, fp16 on "
+                            "a GPU); int8: ONNX "
                             "Runtime with quantised layers, faster on CPUs with int8 dot products, a space of its "
                             "own that queries use too; scores vary slightly with batching (README).")] = None,
     index: Annotated[IndexKind, typer.Option(
@@ -77,8 +80,9 @@ def build(
     from babelink.bundle.store import DEFAULT_SWITCH_THRESHOLD, build_bundle, read_manifest
     from babelink.index.dense import DenseParams
     from babelink.kb.obo import read_obo_branches, types_from_ontology
-    from babelink.kb.readers import read_kb
+    from babelink.kb.readers import infer_format, read_kb
     from babelink.progress import progress_bar
+    from babelink.text import comma_list
     from babelink.translate import read_lexicons
     from babelink.translate.mining import lexicon_with_mined
 
@@ -86,13 +90,15 @@ def build(
     lexicon = read_lexicons(translations) if translations else None  # fail fast, before the KB is read
     ontologies = {path: read_obo_branches(path) for path in types_from or ()}
     languages = parse_languages(lang)
-    knowledge_base = read_kb(kb, kb_format, languages=languages, sources=source, term_types=term_type)
+    sources, term_types = comma_list(source), comma_list(term_type)
+    knowledge_base = read_kb(kb, kb_format, languages=languages, sources=sources, term_types=term_types)
     typed = 0
     for branches in ontologies.values():
         knowledge_base, gained = types_from_ontology(knowledge_base, branches)
         typed += gained
-    source_info = {"path": str(kb.absolute()), "format": kb_format, "languages": sorted(languages or []),
-                   "sources": source or [], "term_types": term_type or [], "name": kb_name, "version": kb_version,
+    source_info = {"path": str(kb.absolute()), "format": kb_format or infer_format(kb),
+                   "languages": sorted(languages or []), "sources": list(sources), "term_types": list(term_types),
+                   "name": kb_name, "version": kb_version,
                    "types_from": [str(path.absolute()) for path in ontologies]}
     spans = augment.span_kb(augment.read_annotated(spans_from), knowledge_base) if spans_from is not None else None
     dft = None
@@ -145,12 +151,12 @@ def update(
         "--out", "-o", help="Write the updated bundle here (default: replace --bundle atomically).")] = None,
     kb_format: KbFormatOption = None,
 ) -> None:
-    """Add concepts and synonyms to a bundle (encoding only the new names), or give it another dense index."""
+    """Add concepts, synonyms and codes to a bundle (encoding only the new names; read with the build's --lang,
+    --source, --term-type and --types-from), or give it another dense index."""
     from babelink.bundle.default import default_bundle
     from babelink.bundle.store import read_manifest
-    from babelink.bundle.update import reindex_bundle, update_bundle
+    from babelink.bundle.update import read_additions, reindex_bundle, update_bundle
     from babelink.index.dense import DenseParams
-    from babelink.kb.readers import read_kb
     from babelink.progress import progress_bar
 
     if add is None and index is None:
@@ -158,16 +164,20 @@ def update(
     bundle = bundle or default_bundle()
     refuse_same_file(out or bundle, [add], "--out")
     if add is not None:
-        additions = read_kb(add, kb_format)  # a malformed row stops here, before the bundle is touched
+        additions, notes = read_additions(bundle, add, kb_format)  # a malformed row stops here, bundle untouched
+        for note in notes:
+            typer.echo(f"warning: {note}", err=True)
         before = read_manifest(bundle)["build_id"]
         path = update_bundle(bundle, additions, out, source=add.name)
         after = read_manifest(path)
         if after["build_id"] == before:
-            typer.echo(f"{path}: unchanged, the bundle has every name of {add} already", err=True)
+            typer.echo(f"{path}: unchanged, the bundle has every name and code of {add} already", err=True)
         else:
             update = after["updates"][-1]
             there = update["given"] - update["names"]
             typer.echo(f"wrote {path}: added {update['names']:,} names ({update['new_concepts']:,} new concepts)"
+                       + (f", gave {update['enriched_concepts']:,} concepts more types or codes"
+                          if update["enriched_concepts"] else "")
                        + (f"; {there:,} of the names given were there already" if there else ""), err=True)
         bundle, out = path, None
     if index is not None:

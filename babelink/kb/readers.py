@@ -51,8 +51,8 @@ def read_kb(
         raise BabelinkError("--source and --term-type filter UMLS MRCONSO files only")
     kb = _read(path, kb_format, languages, sources, term_types)
     if len(kb) == 0:
-        given = [option for option, value in (("--lang", languages), ("--source", sources),
-                                              ("--term-type", term_types)) if value]
+        given = [f"{option} {','.join(sorted(value))}" for option, value in (
+            ("--lang", languages), ("--source", sources), ("--term-type", term_types)) if value]
         why = f"none passes {', '.join(given)}" if given else "it holds no name rows"
         raise InputFormatError(path, None, f"no concepts read: {why}")
     if not any(normalize_name(name) for name in kb.names.column("name").to_pylist()):

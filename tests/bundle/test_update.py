@@ -11,12 +11,13 @@ from support import babelink
 
 from babelink.bundle.integrity import file_records
 from babelink.bundle.store import MANIFEST, build_bundle, load_bundle
-from babelink.bundle.update import update_bundle
-from babelink.errors import BundleError
+from babelink.bundle.update import read_additions, update_bundle
+from babelink.errors import BundleError, InputFormatError
 from babelink.index.dense import DenseParams
 from babelink.index.sparse import LEGACY_MATRIX_FILE, TfidfNameIndex
 from babelink.kb.base import KnowledgeBaseBuilder
 from babelink.linker import Linker
+from babelink.retrieve.filters import NameFilter
 
 BASE = {"C1": ["Myocardial infarction"], "C2": ["Asthma"], "C3": ["Diabetes mellitus"]}
 ADDED = {"C1": ["Heart attack"], "C4": ["Gout", "Podagra", "痛风"]}
@@ -91,9 +92,33 @@ def test_cli_update_in_place_and_its_errors(tmp_path):
     good.write_text("id\tname\nC1\tHeart attack\n", encoding="utf-8")
     assert babelink("update", "--bundle", bundle, "--add", good).returncode == 0
     again = babelink("update", "--bundle", bundle, "--add", good)
-    assert again.returncode == 0 and "unchanged, the bundle has every name of" in again.stderr
+    assert again.returncode == 0 and "unchanged, the bundle has every name and code of" in again.stderr
     found = json.loads(babelink("normalize", "--bundle", bundle, "--top-k", "1", "heart attack").stdout)
     assert found["candidates"][0]["id"] == "C1" and found["candidates"][0]["matched_name"] == "Heart attack"
+
+
+def test_an_update_is_read_as_the_build_read_and_gives_known_concepts_their_new_codes(tmp_path):
+    kb = tmp_path / "kb.tsv"
+    kb.write_text("id\tname\tlang\nC1\tMyocardial infarction\ten\nC2\tAsthme\tfr\nC3\tGout\ten\n", encoding="utf-8")
+    bundle = tmp_path / "bundle"
+    assert babelink("build", "--kb", kb, "--lang", "en", "--out", bundle, "--retriever", "sparse").returncode == 0
+    add = tmp_path / "add.jsonl"
+    add.write_text('{"id": "C1", "name": "MI", "xrefs": ["UMLS:C0027051"], "types": ["T047"]}\n'
+                   '{"id": "C1", "name": "Infarctus du myocarde", "lang": "fr"}\n'
+                   '{"id": "C9", "name": "Goutte", "lang": "fr"}\n', encoding="utf-8")
+    additions, notes = read_additions(bundle, add)
+    assert notes == [] and additions.languages() == {"en": 1} and len(additions) == 1
+    update_bundle(bundle, additions)
+    updated = load_bundle(bundle)
+    assert updated.kb.languages() == {"en": 3} and "C9" not in updated.kb
+    assert updated.manifest["updates"][0] | {"names": 1, "new_concepts": 0, "enriched_concepts": 1} == (
+        updated.manifest["updates"][0])
+    found = Linker(updated).filtered(NameFilter.of(types=["T047"])).normalize("MI", top_k=1)[0]
+    assert found.concept_id == "C1" and dict(found.codes)["UMLS"] == "C0027051"
+    french = tmp_path / "french.tsv"
+    french.write_text("id\tname\tlang\nC9\tGoutte\tfr\n", encoding="utf-8")
+    with pytest.raises(InputFormatError, match=r"french.tsv: no name in the bundle's languages \(en\)"):
+        read_additions(bundle, french)
 
 
 def test_a_bundle_with_the_legacy_sparse_matrix_updates_to_the_current_layout(tmp_path):
