@@ -4,11 +4,10 @@ giving it another dense index (`reindex_bundle`), storing its own calibrator (`s
 A rebuild re-encodes every name (minutes for a UMLS-size KB, hours on a CPU for full UMLS); an
 update encodes only the new name strings. Name strings are numbered in order of first
 appearance, so the merged KB's existing strings keep their rows and the new ones come after:
-the dense index gets the new vectors appended, the TF-IDF matrix the new rows. The TF-IDF
-vocabulary and IDF weights stay those of the build: an n-gram no earlier name had is not in the
-vocabulary, so it is left out of the new name's vector (its other n-grams still match, and the
-dense cosine is exact). When more than `REFIT_UNSEEN_SHARE` of the new names' n-grams are unseen
-(a new script, a new vocabulary: names the sparse index could not find), the TF-IDF is refitted
+the dense index gets the new vectors appended, the TF-IDF matrix the new rows. The TF-IDF's
+IDF weights stay those of the build; an n-gram no earlier name had joins its vocabulary
+(`TfidfNameIndex.extended`). When more than `REFIT_UNSEEN_SHARE` of the new names' n-grams are unseen
+(a new script, a new vocabulary: weights the build's names no longer describe), the TF-IDF is refitted
 on every string instead, seconds even for a large KB, since it needs no encoder. The manifest
 records the share and what was done. The updated bundle is written beside its target and swapped
 in, like a build.
@@ -28,7 +27,6 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import scipy.sparse as sp
 
 from babelink.bundle.integrity import MANIFEST, file_records
 from babelink.bundle.store import TRANSLATIONS, Bundle, load_bundle, read_manifest
@@ -164,8 +162,7 @@ def update_bundle(path: str | Path, additions: KnowledgeBase, out: str | Path | 
         names.save(staging / "names")
         unseen = _unseen_share(bundle.sparse, added)
         refit = unseen > REFIT_UNSEEN_SHARE
-        sparse = TfidfNameIndex.fit(names.strings, bundle.sparse.params) if refit else _extend_sparse(bundle.sparse,
-                                                                                                       added)
+        sparse = TfidfNameIndex.fit(names.strings, bundle.sparse.params) if refit else bundle.sparse.extended(added)
         sparse.save(staging / "sparse")
         if bundle.lexicon is not None:  # the renderer keeps the English words of the KB as they are
             save_english_words(merged, staging / TRANSLATIONS)
@@ -199,12 +196,6 @@ def _enriched(kb: KnowledgeBase, merged: KnowledgeBase) -> int:
         after = pc.list_value_length(merged.concepts.column(field).slice(0, len(kb))).fill_null(0)
         grown |= after.to_numpy() > before.to_numpy()
     return int(grown.sum())
-
-
-def _extend_sparse(index: TfidfNameIndex, strings: list[str]) -> TfidfNameIndex:
-    """The index with rows for `strings` over its own vocabulary and IDF."""
-    rows = index.vectorizer.transform(strings).tocsr() if strings else sp.csr_matrix((0, index.matrix.shape[1]))
-    return TfidfNameIndex(index.params, index.vectorizer, sp.vstack([index.matrix, rows]).tocsr())
 
 
 def _unseen_share(index: TfidfNameIndex, strings: list[str]) -> float:

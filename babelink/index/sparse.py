@@ -19,7 +19,7 @@ import copy
 import json
 import os
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -101,6 +101,23 @@ class TfidfNameIndex:
         matrix.sort_indices()  # canonical: the stored, read-only arrays are never sorted in place
         terms = sorted(fitted.vocabulary_, key=fitted.vocabulary_.__getitem__)
         return cls(params, cls._vectorizer(params, terms, fitted.idf_), matrix)
+
+    def extended(self, strings: list[str]) -> TfidfNameIndex:
+        """This index with rows for `strings` appended, without refitting: the n-grams it has keep
+        their IDF, and those it lacks join the vocabulary with scikit-learn's smooth IDF of their
+        document frequency among all strings, so an added name meets itself at cosine 1.0 and
+        the earlier rows, which lack those n-grams, are unchanged."""
+        counts = Counter(gram for string in strings for gram in set(self.vectorizer.analyze(string))
+                         if gram not in self.vectorizer.columns)
+        fresh = sorted(counts)
+        strings_after = self.matrix.shape[0] + len(strings)
+        idf = np.log((1 + strings_after) / (1 + np.array([counts[gram] for gram in fresh], dtype=np.float64))) + 1
+        vectorizer = self._vectorizer(self.params, [*self.vectorizer.terms, *fresh],
+                                      np.concatenate([self.vectorizer.idf, idf.astype(np.float32)]))
+        earlier = sp.csr_matrix((self.matrix.data, self.matrix.indices, self.matrix.indptr),
+                                shape=(self.matrix.shape[0], len(vectorizer.terms)))
+        added = vectorizer.transform(strings)
+        return TfidfNameIndex(self.params, vectorizer, sp.vstack([earlier, added]).tocsr())
 
     def _prepare_search(self, postings: sp.csr_matrix) -> None:
         idf = self.vectorizer.idf

@@ -198,3 +198,13 @@ def test_unseen_ngrams_count_in_the_query_norm(tmp_path):
     index.save(tmp_path)
     reloaded = TfidfNameIndex.load(tmp_path)
     assert reloaded.search(["zzzz fever"], 1)[1][0, 0] == pytest.approx(scores[1, 0])
+
+
+def test_an_extended_index_finds_an_added_name_with_new_ngrams_at_cosine_one():
+    index = TfidfNameIndex.fit(["fever", "gout", "abdominal pain"])
+    grown = index.extended(["abdominal painq", "gout"])
+    assert grown.matrix.shape[0] == 5 and len(grown.vectorizer.terms) > len(index.vectorizer.terms)
+    rows, scores = grown.search(["abdominal painq", "abdominal pain"], 1)
+    assert rows[:, 0].tolist() == [3, 2] and np.allclose(scores[:, 0], 1.0, atol=1e-5)
+    assert (grown.matrix[:3, : index.matrix.shape[1]] != index.matrix).nnz == 0  # earlier rows as they were
+    assert grown.matrix[:3, index.matrix.shape[1]:].nnz == 0
