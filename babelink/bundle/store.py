@@ -266,6 +266,7 @@ def _write_indexes(kb, directory: Path, sparse_params, encoder, dense_params, pr
         (directory / "dense").mkdir()
         if dense_params.kind == "lazy":  # names are encoded on first need (`index.lazy`)
             return files + write_lazy_index(dense_params, encoder, names.strings, directory / "dense", progress), names
+        DenseNameIndex.layout(dense_params, len(names), encoder.dimension)
         tick = (lambda done: progress("encoding names", done, len(names))) if progress else None
         vectors = embed_strings(encoder.encode, names.strings, progress=tick)
         files += DenseNameIndex.build(vectors, dense_params).save(directory / "dense")

@@ -118,7 +118,7 @@ class DenseNameIndex(NameVectors):
         if count == 0:
             raise BabelinkError("cannot build a dense index over zero names")
         index = faiss.index_factory(
-            dimension, cls._factory_string(params, count, dimension), faiss.METRIC_INNER_PRODUCT
+            dimension, cls.layout(params, count, dimension), faiss.METRIC_INNER_PRODUCT
         )
         if not index.is_trained:
             sample = vectors
@@ -129,7 +129,9 @@ class DenseNameIndex(NameVectors):
         return cls(params, index)
 
     @staticmethod
-    def _factory_string(params: DenseParams, count: int, dimension: int) -> str:
+    def layout(params: DenseParams, count: int, dimension: int) -> str:
+        """The FAISS factory string of `params` for `count` vectors; `BabelinkError` when they cannot
+        index that many (checked before the names are encoded, not after)."""
         return _LAYOUTS[params.kind].factory(params, count, dimension)
 
     def _configure_search(self) -> None:

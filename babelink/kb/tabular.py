@@ -85,12 +85,12 @@ def read_tsv(path: str | Path, *, languages: frozenset[str] | None = None, defau
 def _header(cells: list[str], path: Path, number: int) -> dict[str, int]:
     """Column → position; the id column, under any of its aliases, is `id`."""
     columns = [cell.strip().lower() for cell in cells]
+    other_format = "(a KB in another format: give --kb-format umls, ctd, obo, jsonl or parquet)"
     repeated = next((column for column in columns if columns.count(column) > 1), None)
     if repeated is not None:
-        raise InputFormatError(path, number, f"column {repeated!r} appears more than once in the header")
+        raise InputFormatError(path, number, f"column {repeated!r} appears more than once in the header {other_format}")
     if "name" not in columns or not any(alias in columns for alias in _ID_ALIASES):
-        raise InputFormatError(path, number, "header must name an 'id' and a 'name' column (a KB in another "
-                                             "format: give --kb-format umls, ctd, obo, jsonl or parquet)")
+        raise InputFormatError(path, number, f"header must name an 'id' and a 'name' column {other_format}")
     ids = [column for column in columns if column in _ID_ALIASES]
     unknown = [column for column in columns if column not in _COLUMNS]
     if len(ids) > 1 or unknown:

@@ -117,6 +117,7 @@ def _unknown(field: str, wanted: frozenset[str], known: set[str], kb: KnowledgeB
     unknown = sorted(wanted - known)
     if not unknown:
         return None
+    known = known - {""}  # names given no source or type: no value to ask for
     shown = [f"{value} ({kb.preferred_name(value)})" if value in kb else value for value in sorted(known)[:40]]
     listed = ", ".join(shown) + (f" … ({len(known):,} in all)" if len(known) > 40 else "")
     named = ", ".join(unknown[:MAX_NAMED]) + (f" … ({len(unknown):,} in all)" if len(unknown) > MAX_NAMED else "")
