@@ -41,16 +41,20 @@ def enumerate_spans(text: str, tokens: Sequence[Token], boundaries: Boundaries,
     `boundaries.no_start` and end with none of `boundaries.no_end`, in text order; a word of
     `boundaries.never_alone` is no span by itself. A stop word in capitals ("ALL", "IS") is an
     acronym, not a stop word, unless the whole text is in capitals and does not define it
-    (`defined`: the short forms it defines)."""
+    (`defined`: the short forms it defines); so is a single capital at an edge where the KB's
+    names have it (`boundaries.capital_start`, `capital_end`), unless the whole text is in capitals."""
     shouting = written_in_capitals(text)  # then "IS" and "AS" are the words they spell
 
     def acronym(word: str) -> bool:
         return is_acronym(word) and (not shouting or word in defined)
 
-    def stop(words: frozenset[str]) -> list[bool]:
-        return [token.elided or (token.text.casefold() in words and not acronym(token.text)) for token in tokens]
+    def stop(words: frozenset[str], capitals: frozenset[str] = frozenset()) -> list[bool]:
+        return [token.elided or (token.text.casefold() in words and not acronym(token.text)
+                                 and (shouting or token.text not in capitals)) for token in tokens]
 
-    no_start, no_end, alone_excluded = stop(boundaries.no_start), stop(boundaries.no_end), stop(boundaries.never_alone)
+    no_start = stop(boundaries.no_start, boundaries.capital_start)
+    no_end = stop(boundaries.no_end, boundaries.capital_end)
+    alone_excluded = stop(boundaries.never_alone)
     spans = []
     for first, token in enumerate(tokens):
         if no_start[first]:

@@ -43,7 +43,9 @@ def is_acronym(word: str) -> bool:
 @dataclass(frozen=True)
 class Protected:
     """Stop words a KB's names open with (`opening`) and close with (`closing`) often enough to
-    stay at that edge of a span."""
+    stay at that edge of a span, casefolded; a single letter is counted as a capital: in running
+    text a letter that names something is written so ("hepatitis A", what a KB may write
+    "hepatitis a"), and a lower-case one is a word ("a", "à", "y", "и")."""
 
     opening: frozenset[str] = frozenset()
     closing: frozenset[str] = frozenset()
@@ -58,6 +60,10 @@ class Boundaries:
     no_start: frozenset[str] = frozenset()
     no_end: frozenset[str] = frozenset()
     never_alone: frozenset[str] = frozenset()
+    #: Single capitals that, written so, are no stop word at that edge ("B" of "B cell lymphoma",
+    #: "A" of "hepatitis A"), though their lower case is ("a", the article: `Protected`).
+    capital_start: frozenset[str] = frozenset()
+    capital_end: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, stopwords: frozenset[str]) -> Boundaries:
@@ -74,12 +80,13 @@ def protected_words(names: Iterable[str], candidates: frozenset[str]) -> Protect
     closing: Counter[str] = Counter()
     anywhere: Counter[str] = Counter()
     for name in names:
-        words = [word.casefold() for word in token_texts(name) if not is_acronym(word)]
+        words = [word.upper() if len(word) == 1 else word.casefold() for word in token_texts(name)
+                 if not is_acronym(word)]
         if not words:
             continue
-        anywhere.update(word for word in words if word in candidates)
-        opening.update(word for word in words[:1] if word in candidates)
-        closing.update(word for word in words[-1:] if word in candidates)
+        anywhere.update(word for word in words if word.casefold() in candidates)
+        opening.update(word for word in words[:1] if word.casefold() in candidates)
+        closing.update(word for word in words[-1:] if word.casefold() in candidates)
 
     def protected(edge: Counter[str]) -> frozenset[str]:
         return frozenset(word for word, count in edge.items()
@@ -128,7 +135,8 @@ class BoundaryStopwords:
         if lang not in self._by_lang:
             stopwords, protected = _stopwords(lang.lower()), self.protected.get(lang, Protected())
             self._by_lang[lang] = Boundaries(stopwords - protected.opening, stopwords - protected.closing,
-                                             stopwords & (protected.opening | protected.closing))
+                                             stopwords & (protected.opening | protected.closing),
+                                             protected.opening - stopwords, protected.closing - stopwords)
         return self._by_lang[lang]
 
 
