@@ -48,7 +48,9 @@ SEGMENTS_PER_PASS = 16
 MAX_REMEMBERED_SEARCHES = 200_000
 #: What a span is searched as: its normalised string, whether it is written in capitals, its language.
 SearchKey = tuple[str, bool, str | None]
-_SEGMENT_CUTS = tuple(re.compile(pattern) for pattern in (r"\n\s*\n", r"[.!?。！？]\s", r"\n", r"\s"))
+#: Where a segment may end, best first: a paragraph, a sentence (a full stop of CJK text is followed by no
+#: space), a line, a space.
+_SEGMENT_CUTS = tuple(re.compile(pattern) for pattern in (r"\n\s*\n", r"[.!?]\s|[。！？]", r"\n", r"\s"))
 
 
 @dataclass(frozen=True)

@@ -112,6 +112,13 @@ def test_segments_cut_at_barriers_and_cover_the_text():
     assert all(segment.endswith((". ", "\n")) for _, segment in segments[:-1])
 
 
+def test_text_without_spaces_is_cut_after_a_full_stop():
+    text = "患者有高血压。" * 2857 + "糖尿病" + "患者有高血压。" * 700
+    segments = list(split_segments(text))
+    assert "".join(segment for _, segment in segments) == text
+    assert all(segment.endswith("。") for _, segment in segments[:-1])
+
+
 def test_long_document_links_every_segment_with_bounded_memory(linker):
     sentence = "The patient had asthma and hypertension. "
     text = sentence * 25_000  # 1 MB
