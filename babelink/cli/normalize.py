@@ -37,7 +37,8 @@ def normalize(
     top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, max=MAX_TOP_K, help="Concepts per mention.")] = 5,
     output_format: Annotated[OutputFormat, typer.Option(
         "--format", help="jsonl: one object per mention; tsv: one row per candidate (mention, rank, id, name, "
-                  "matched_name, score, probability, then a column per --codes vocabulary).")] = OutputFormat.jsonl,
+                  "matched_name, score, probability, then a column per --codes vocabulary); a mention without "
+                  "any, one row with its mention alone.")] = OutputFormat.jsonl,
     ngram_threshold: Annotated[float | None, typer.Option(
         "--ngram-threshold", help="JSONL: a mention whose best score is below this gets \"parts\", its n-grams "
                                   "linked by the n-gram search loop.")] = None,
@@ -86,7 +87,7 @@ def normalize(
             if result.error is not None:
                 typer.echo(f"{source}:{item.line}: skipped: {result.error}", err=True)
             if output_format is OutputFormat.tsv:
-                out.write(tsv_rows(item.mention, result.candidates, vocabularies or ()))  # none for a skipped one
+                out.write(tsv_rows(item.mention, result.candidates, vocabularies or ()))
                 continue
             # an unusable mention may hold a lone surrogate: JSON escapes it
             record = item.record(linker.bundle.provenance)

@@ -36,7 +36,11 @@ def normalize_record(mention: str, candidates: Sequence[Candidate], provenance: 
 
 def tsv_rows(mention: str, candidates: Sequence[Candidate], vocabularies: Sequence[str] = ()) -> str:
     """`normalize --format tsv` lines of one mention (see `tsv_header`): a concept without a code
-    in a vocabulary has an empty cell; a tab or line break in a mention or name is escaped."""
+    in a vocabulary has an empty cell; a tab or line break in a mention or name is escaped. A
+    mention without candidates (NIL, or not searchable) gets a row with its mention alone, so
+    the rows' mentions are the input's, in order."""
+    if not candidates:
+        return "\t".join([_tsv_cell(mention)] + [""] * (len(TSV_COLUMNS) - 1 + len(vocabularies))) + "\n"
     lines = []
     for rank, c in enumerate(candidates, start=1):
         codes = dict(c.codes)
@@ -51,8 +55,14 @@ _TSV_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r
 
 
 def _tsv_cell(value: str) -> str:
-    r"""A cell that stays one cell: a backslash, tab and line breaks are written `\\`, `\t`, `\n`, `\r`."""
-    return value.translate(_TSV_ESCAPES)
+    r"""A cell that stays one cell of UTF-8: a backslash, tab and line breaks are written `\\`, `\t`,
+    `\n`, `\r`, a lone surrogate `\udc80`."""
+    escaped = value.translate(_TSV_ESCAPES)
+    try:
+        escaped.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate of an unsearchable mention
+        return escaped.encode("utf-8", "backslashreplace").decode("utf-8")
+    return escaped
 
 
 @dataclass(frozen=True)

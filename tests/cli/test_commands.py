@@ -49,6 +49,11 @@ def test_normalize_stdin_to_tsv(bundle):
     header, row = result.stdout.splitlines()[0].split("\t"), result.stdout.splitlines()[1].split("\t")
     assert row[:3] == ["asthma", "1", "C0004096"] and header[-2:] == ["score", "probability"]
     assert 0.0 <= float(row[-1]) <= 1.0  # the calibrated probability JSON gives
+    nil = babelink("normalize", "--bundle", bundle, "--input", "-", "--format", "tsv", "-k", "1",
+                   "--min-probability", "0.5", stdin="zqxj\tvwk\nasthma\n")
+    assert nil.returncode == 0, nil.stderr
+    rows = [line.split("\t") for line in nil.stdout.splitlines()[1:]]  # one per mention, its tab escaped
+    assert [row[0] for row in rows] == ["zqxj\\tvwk", "asthma"] and rows[0][1:] == [""] * 6 and rows[1][1] == "1"
 
 
 def test_codes_keeps_the_vocabularies_asked_for_in_their_order(bundle):

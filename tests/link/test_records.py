@@ -9,3 +9,9 @@ def test_a_tsv_row_stays_one_row_of_its_columns_whatever_the_mention_holds():
     cells = rows.rstrip("\n").split("\t")
     assert len(cells) == len(tsv_header(["X"]).split("\t"))
     assert cells == ["head\\tache\\r\\nnow", "1", "X:1", "Head\\\\ache", "Head ache", "0.500000", "0.2500", "X:1"]
+
+
+def test_a_mention_without_candidates_keeps_its_row():
+    rows = tsv_rows("xqzt \udc80", [], ["X", "UMLS"])
+    assert rows.split("\t") == ["xqzt \\udc80", "", "", "", "", "", "", "", "\n"]
+    rows.encode("utf-8")
