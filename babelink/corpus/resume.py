@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import TextIO
 
 from babelink.errors import InputFormatError
+from babelink.eval.linking import BRAT_PROVENANCE, brat_bundle
 from babelink.formats import WRITERS
 from babelink.formats.document import Document
-from babelink.fsutil import atomic_output, is_stream
+from babelink.fsutil import atomic_output, is_stream, write_text_atomic
 from babelink.link.mentions import LinkedDocument
 
 RESUMABLE_FORMATS = ("jsonl", "brat")
@@ -26,13 +27,13 @@ RESUMABLE_FORMATS = ("jsonl", "brat")
 def completed_ids(output: str, output_format: str, overwrite: bool = False, bundle_id: str | None = None) -> set[str]:
     """Ids of the documents an earlier run already wrote to `output` (none for stdout, a pipe or
     device, for whole-file formats, or with `overwrite`). Truncates a JSONL output's partial last
-    line. With `bundle_id` (`Bundle.provenance`), a JSONL record another bundle linked is an error:
-    resuming would mix two bundles' answers in one output."""
+    line. With `bundle_id` (`Bundle.provenance`), a JSONL record or brat directory another bundle
+    linked is an error: resuming would mix two bundles' answers in one output."""
     if overwrite or output == "-" or output_format not in RESUMABLE_FORMATS:
         return set()
     if is_stream(output) or not Path(output).exists():
         return set()
-    return resume_jsonl(Path(output), bundle_id) if output_format == "jsonl" else brat_ids(Path(output))
+    return resume_jsonl(Path(output), bundle_id) if output_format == "jsonl" else brat_ids(Path(output), bundle_id)
 
 
 def resume_jsonl(path: Path, bundle_id: str | None = None) -> set[str]:
@@ -69,9 +70,16 @@ def _record_id(line: bytes, path: Path, number: int, bundle_id: str | None) -> s
     return record["id"]
 
 
-def brat_ids(directory: Path) -> set[str]:
-    """Ids of the documents whose `.ann` exists under `directory` (written last, atomically)."""
-    return {path.relative_to(directory).with_suffix("").as_posix() for path in directory.rglob("*.ann")}
+def brat_ids(directory: Path, bundle_id: str | None = None) -> set[str]:
+    """Ids of the documents whose `.ann` exists under `directory` (written last, atomically); a
+    directory another bundle than `bundle_id` linked (`BRAT_PROVENANCE`) is refused."""
+    ids = {path.relative_to(directory).with_suffix("").as_posix() for path in directory.rglob("*.ann")}
+    linked_by = brat_bundle(directory)
+    if ids and bundle_id is not None and linked_by is not None and linked_by != bundle_id:
+        raise InputFormatError(directory / BRAT_PROVENANCE, None, f"linked with bundle {linked_by}, and this run "
+                               f"links with bundle {bundle_id}: resuming would mix the two in one output (give "
+                               "--overwrite to start over, or another --output)")
+    return ids
 
 
 def append_jsonl(results: Iterable[LinkedDocument], path: Path, overwrite: bool = False,
@@ -100,9 +108,15 @@ def write_jsonl_line(result: LinkedDocument, stream: TextIO, candidates: bool) -
 
 
 def write_brat_each(results: Iterable[LinkedDocument], directory: Path) -> None:
+    """Each document's `.txt` and `.ann`; with the first, `BRAT_PROVENANCE`, the bundle that links them."""
     from babelink.formats.brat import write_brat
 
+    recorded = False
     for result in results:
+        if not recorded and result.provenance is not None:
+            directory.mkdir(parents=True, exist_ok=True)
+            write_text_atomic(directory / BRAT_PROVENANCE, json.dumps(result.provenance, indent=2) + "\n")
+            recorded = True
         write_brat(result.as_document(), directory)
 
 

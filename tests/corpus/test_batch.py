@@ -11,7 +11,7 @@ import time
 import pytest
 from support import babelink
 
-from babelink.bundle.store import build_bundle
+from babelink.bundle.store import build_bundle, load_bundle
 from babelink.corpus.resume import resume_jsonl
 from babelink.kb.base import KnowledgeBaseBuilder
 
@@ -129,7 +129,8 @@ def test_brat_output_skips_finished_documents(corpus, tmp_path):
     result = babelink("link", "-b", bundle, "-i", corpus_path, "-o", directory, "--format", "brat")
     assert result.returncode == 0, result.stderr
     first = {path.name: path.read_text(encoding="utf-8") for path in directory.iterdir()}
-    assert len(first) == 80 and not [name for name in first if name.startswith(".")]
+    assert len(first) == 81 and not [name for name in first if name.startswith(".")]
+    assert json.loads(first["babelink-provenance.json"]) == load_bundle(bundle).provenance
     (directory / "doc-03.ann").unlink()  # killed before its .ann was renamed into place
     (directory / "doc-04.ann").write_text("kept\n", encoding="utf-8")
     result = babelink("link", "-b", bundle, "-i", corpus_path, "-o", directory, "--format", "brat")
@@ -140,6 +141,13 @@ def test_brat_output_skips_finished_documents(corpus, tmp_path):
     result = babelink("link", "-b", bundle, "-i", corpus_path, "-o", directory, "--format", "brat", "--overwrite")
     assert result.returncode == 0, result.stderr
     assert {path.name: path.read_text(encoding="utf-8") for path in directory.iterdir()} == first
+    builder = KnowledgeBaseBuilder()
+    builder.add_name("C0004096", "Asthma", preferred=True)
+    other = build_bundle(builder.build(), tmp_path / "other", retriever="sparse")
+    (directory / "doc-03.ann").unlink()
+    refused = babelink("link", "-b", other, "-i", corpus_path, "-o", directory, "--format", "brat")
+    assert refused.returncode == 1 and "babelink-provenance.json: linked with bundle " in refused.stderr
+    assert not (directory / "doc-03.ann").exists()
 
 
 def test_ray_engine_writes_what_the_local_engine_does(corpus, tmp_path):

@@ -98,6 +98,20 @@ def test_link_jsonl_is_read_back_with_failures_and_provenance(tmp_path):
                                                                                          {"babelink_bundle": "abc"})
 
 
+def test_a_brat_directory_says_which_bundle_linked_it(tmp_path, kb):
+    (tmp_path / "1.txt").write_text(TEXT, encoding="utf-8")
+    (tmp_path / "1.ann").write_text("", encoding="utf-8")
+    assert dict(read_predictions(tmp_path).documents[0].infons) == {}
+    (tmp_path / "babelink-provenance.json").write_text(json.dumps({"bundle": "abc"}), encoding="utf-8")
+    predicted = read_predictions(tmp_path)
+    assert dict(predicted.documents[0].infons) == {"babelink_bundle": "abc"}
+    with pytest.raises(InputFormatError, match="was linked with bundle abc, not with the given one"):
+        score_linking(predicted, [gold()], kb, bundle_id="def")
+    (tmp_path / "babelink-provenance.json").write_text("[1]", encoding="utf-8")
+    with pytest.raises(InputFormatError, match="babelink-provenance.json: expected"):
+        read_predictions(tmp_path)
+
+
 @pytest.mark.parametrize("line", [
     '{"id": "1"}',
     '{"id": "1", "mentions": [{"start": 3, "end": 3, "text": "", "concept": "C1"}]}',
