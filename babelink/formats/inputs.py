@@ -95,5 +95,8 @@ def _text_directory(directory: Path) -> Iterator[Document]:
 
 
 def _first_line(path: Path) -> bytes:
+    """The first line that is not blank (PubTator files often open with one), up to 4 KiB."""
     with path.open("rb") as stream:
-        return stream.readline(4096)
+        while (line := stream.readline(4096)) and not line.strip():
+            pass
+        return line

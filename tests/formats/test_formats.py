@@ -383,3 +383,13 @@ def test_real_quaero_train_emea(shared_data):
     assert (len(documents), len(annotations)) == (11, 2695)
     assert sum(bool(annotation.fragments) for annotation in annotations) == 27
     assert sum(bool(annotation.concept_ids) for annotation in annotations) == 2691
+
+
+def test_a_pubtator_file_opening_with_a_blank_line_is_read_as_pubtator(tmp_path):
+    from babelink.formats.inputs import read_input_documents
+
+    path = tmp_path / "NCBIdevelopset_corpus.txt"
+    path.write_text("\n\n1|t|Asthma.\n1|a|In children.\n\n2|t|Gout.\n2|a|\n", encoding="utf-8")
+    assert [document.id for document in read_input_documents(path)] == ["1", "2"]
+    (tmp_path / "notes.txt").write_text("\n\nAsthma in children.\n", encoding="utf-8")
+    assert [document.id for document in read_input_documents(tmp_path / "notes.txt")] == ["notes"]
