@@ -89,9 +89,15 @@ def is_short_capitals(name: str) -> bool:
     return len(name) <= MAX_CAPITALS_CHARS and name.isalnum() and name.isupper()
 
 
+#: Words of letters a text in capitals needs to be read as shouted: a field of one or two ("COPD",
+#: "DM II", "CHF") is its abbreviations.
+SHOUTED_MIN_WORDS = 3
+
+
 def written_in_capitals(text: str) -> bool:
-    """Whether a text has cased letters and all of them are capitals ("IS", "COPD-2", a heading)."""
-    return text.isupper()
+    """Whether a text is shouted: its cased letters all capitals, in at least `SHOUTED_MIN_WORDS`
+    words ("THE FEVER IS HIGH", a heading), where capitals say nothing of abbreviations."""
+    return text.isupper() and sum(1 for word in _WORDS.findall(text) if not word.isdigit()) >= SHOUTED_MIN_WORDS
 
 
 def holds_capitals(mention: str) -> bool:

@@ -172,6 +172,7 @@ def test_a_text_all_in_capitals_reads_its_function_words_as_words(linker, lang):
     assert ("IS", "C0021081") in _found(linker.link("Signs of IS were absent, the fever was high.", lang=lang))
     defined = _found(linker.link("IMMUNE SUPPRESSION (IS) WAS SEEN. IS IS RARE.", lang=lang))
     assert ("IS", "C0021081") in defined
+    assert _found(linker.link("IS", lang=lang)) == [("IS", "C0021081")]  # a field of one word is no shouting
 
 
 def test_a_mention_is_normalised_once_whatever_the_caller(linker, monkeypatch):
