@@ -237,7 +237,7 @@ class Linker:
         """
         if isinstance(mentions, str):
             return self.normalize([mentions], top_k, lang, min_probability)[0]
-        if not isinstance(mentions, Iterable):
+        if not isinstance(mentions, Iterable) or isinstance(mentions, (bytes, bytearray)):  # bytes: decode first
             raise InvalidInputError(f"mentions must be a string or a list of strings, got {type(mentions).__name__}")
         return [candidates for _, candidates in self.normalize_stream(mentions, top_k, lang, min_probability)]
 

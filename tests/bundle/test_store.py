@@ -136,6 +136,8 @@ def test_bad_mentions_raise_specific_errors(kb, tmp_path):
     linker = Linker(load_bundle(build_bundle(kb, tmp_path / "bundle", retriever="sparse")))
     with pytest.raises(InvalidInputError, match="mentions must be a string or a list of strings, got NoneType"):
         linker.normalize(None)
+    with pytest.raises(InvalidInputError, match="got bytes"):
+        linker.normalize(b"fever")
     with pytest.raises(InvalidInputError, match="empty"):
         linker.normalize("")
     with pytest.raises(InvalidInputError, match="exceeds"):
