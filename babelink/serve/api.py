@@ -34,8 +34,6 @@ from babelink.serve.schema import (
 )
 
 DEFAULT_LIMITS = ServiceLimits()
-#: Seconds a client told 429 or 503 should wait before retrying.
-RETRY_AFTER = "1"
 _ERRORS = {status: {"model": ErrorOut, "description": description} for status, description in {
     400: "Malformed JSON.",
     413: "Over a size limit (body bytes, mentions, documents or characters per text): split the request.",
@@ -60,7 +58,7 @@ def create_app(linker: Linker, limits: ServiceLimits = DEFAULT_LIMITS) -> FastAP
     app = FastAPIOffline(title="babelink", summary="Cross-lingual biomedical entity linking.", lifespan=lifespan,
                          description=_limits_text(limits))
     app.add_middleware(BodyLimit, max_bytes=limits.max_body_bytes)
-    _add_error_handlers(app)
+    _add_error_handlers(app, pool)
 
     @app.post("/normalize", response_model=NormalizeResponse, responses=_ERRORS)
     async def normalize(request: NormalizeRequest) -> JSONResponse:
@@ -126,8 +124,9 @@ def _check_count(count: int, limit: int, what: str) -> None:
         raise _TooLarge(f"{count:,} {what} exceed the limit of {limit:,} per request; split the request")
 
 
-def _add_error_handlers(app: FastAPI) -> None:
-    """Every error answers `{"error", "detail"}`, FastAPI's and Starlette's own included."""
+def _add_error_handlers(app: FastAPI, pool: WorkerPool) -> None:
+    """Every error answers `{"error", "detail"}`, FastAPI's and Starlette's own included; 429 and
+    503 say in Retry-After when the work in progress is likely done (`WorkerPool.retry_after`)."""
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(_: Request, error: RequestValidationError) -> JSONResponse:
@@ -152,7 +151,7 @@ def _add_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(Overloaded)
     async def overloaded(_: Request, error: Overloaded) -> JSONResponse:
-        return error_response(429, "overloaded", f"{error}; retry later", {"Retry-After": RETRY_AFTER})
+        return error_response(429, "overloaded", f"{error}; retry later", {"Retry-After": str(pool.retry_after())})
 
     @app.exception_handler(Exception)
     async def internal_error(_: Request, error: Exception) -> JSONResponse:
@@ -160,7 +159,7 @@ def _add_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(TimedOut)
     async def timed_out(_: Request, error: TimedOut) -> JSONResponse:
-        return error_response(503, "timeout", str(error), {"Retry-After": RETRY_AFTER})
+        return error_response(503, "timeout", str(error), {"Retry-After": str(pool.retry_after())})
 
 
 def _health(linker: Linker, limits: ServiceLimits, pool: WorkerPool) -> dict:

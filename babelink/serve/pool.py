@@ -4,7 +4,9 @@ degrades into immediate 429s and 503s instead of a growing backlog."""
 from __future__ import annotations
 
 import asyncio
+import math
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
@@ -20,6 +22,10 @@ class TimedOut(Exception):
     """The work did not finish within the timeout (queueing included)."""
 
 
+#: Weight of the newest call in the running mean of call durations (`WorkerPool.retry_after`).
+_DURATION_WEIGHT = 0.2
+
+
 class WorkerPool:
     """Runs calls in `workers` threads, admitting at most `capacity` at once. A timed-out call
     keeps its slot until its thread actually finishes (or it is cancelled before starting), so
@@ -30,9 +36,17 @@ class WorkerPool:
             raise ValueError("workers and capacity must be at least 1, timeout positive")
         self.capacity = capacity
         self.timeout = timeout
+        self._workers = workers
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="babelink-worker")
         self._lock = threading.Lock()
         self._admitted = 0
+        self._mean_seconds = 0.0  # of the calls run so far, recent ones weighing most
+
+    def retry_after(self) -> int:
+        """Whole seconds until the calls admitted now are likely done, from the recent mean call
+        duration: what a client told 429 or 503 should wait (at least 1)."""
+        with self._lock:
+            return max(1, math.ceil(self._mean_seconds * self._admitted / self._workers))
 
     @property
     def admitted(self) -> int:
@@ -43,7 +57,7 @@ class WorkerPool:
             if self._admitted >= self.capacity:
                 raise Overloaded(f"{self.capacity} requests already in progress")
             self._admitted += 1
-        future = self._executor.submit(function, *args)
+        future = self._executor.submit(self._timed, function, *args)
         future.add_done_callback(self._release)
         try:
             return await asyncio.wait_for(asyncio.wrap_future(future), self.timeout)
@@ -53,6 +67,16 @@ class WorkerPool:
 
     def shutdown(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
+
+    def _timed(self, function: Callable[..., T], *args) -> T:
+        started = time.monotonic()
+        try:
+            return function(*args)
+        finally:
+            seconds = time.monotonic() - started
+            with self._lock:
+                weight = _DURATION_WEIGHT if self._mean_seconds else 1.0  # the first call is the mean
+                self._mean_seconds += weight * (seconds - self._mean_seconds)
 
     def _release(self, _: Future) -> None:
         with self._lock:
