@@ -75,12 +75,13 @@ class BabelinkComponent:
     def _annotate(self, doc: Doc, document: LinkedDocument) -> Doc:
         doc._.babelink_mentions = [mention.to_dict(with_candidates=True) for mention in document.mentions]
         doc._.babelink_provenance = document.provenance
-        found: dict[tuple[int, int], tuple[Span, LinkedMention]] = {}  # two mentions can expand to one span
+        found: dict[tuple[int, int], tuple[Span, LinkedMention] | None] = {}
         for mention in document.mentions:
             span = doc.char_span(mention.start, mention.end, label=self.label, kb_id=mention.concept.concept_id,
                                  alignment_mode="expand")
-            if span is not None:
-                found.setdefault((span.start, span.end), (span, mention))
+            if span is not None:  # a token holding two mentions (unspaced text, "xx") is neither's entity
+                found[span.start, span.end] = None if (span.start, span.end) in found else (span, mention)
+        found = {key: value for key, value in found.items() if value is not None}
         kept = filter_spans(span for span, _ in found.values())
         existing = list(doc.ents)
         if self.overwrite_ents:

@@ -54,6 +54,8 @@ def test_multilingual_pipeline_chinese_and_hebrew(bundle):
     hebrew = nlp("לחולה יש סוכרת וגם יתר לחץ דם.")
     assert _ents(hebrew) == [("סוכרת", "DISEASE", "C0011849"), ("יתר לחץ דם", "DISEASE", "C0020538")]
     assert hebrew.ents[1]._.babelink_name == "Hypertension"
+    unspaced = nlp("患者有糖尿病和高血压。")  # one token holds both mentions: it is neither's entity
+    assert _ents(unspaced) == [] and [m["concept"] for m in unspaced._.babelink_mentions] == ["C0011849", "C0020538"]
 
 
 def test_character_tokens_align_unspaced_chinese(bundle):
