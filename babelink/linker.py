@@ -334,10 +334,12 @@ class Linker:
 
     def _ngram_parts(self, mention: str, candidates: list[Candidate], threshold: float, top_k: int,
                      lang: str | None, min_probability: float) -> list[LinkedPart]:
-        """The mention's linked n-grams, each part's candidates calibrated; a part left with none
-        above `min_probability` is no part."""
+        """The mention's linked n-grams, edged by the stop words of its language where known (as
+        `link` edges its spans), each part's candidates calibrated; a part left with none above
+        `min_probability` is no part."""
         depth = ranking_depth(top_k, self.calibration)
-        parts = ngram_search(self.generator, mention, threshold, depth, lang=lang, whole=candidates)
+        edges = self._linking.stopwords.for_language(lang)
+        parts = ngram_search(self.generator, mention, threshold, depth, edges, lang, candidates)
         calibrated = (replace(part, candidates=_at_least(self._calibrated(normalize_name(part.text), part.candidates,
                                                                           top_k), min_probability))
                       for part in parts)

@@ -194,16 +194,14 @@ def probe_kill_and_resume(work: Path, bundle: Path, corpus: Path) -> dict:
 
 def probe_all_capitals(ctd: Path, corpus: Path) -> dict:
     from babelink.augment import gold_resolver
+    from babelink.eval.linking import in_kb_gold
     from babelink.eval.metrics import span_scores
     from babelink.formats.pubtator import iter_pubtator
     from babelink.linker import Linker
 
     linker = Linker.open(ctd)
     documents = list(iter_pubtator(corpus))
-    resolve = gold_resolver(linker.bundle.kb)
-    gold = [(d.id, a.start, a.end, tuple(c for c in map(resolve, a.concept_ids) if c))
-            for d in documents for a in d.annotations]
-    gold = [g for g in gold if g[3]]
+    gold = [(*span, ids) for span, ids in in_kb_gold(documents, gold_resolver(linker.bundle.kb)).items()]
     found = {}
     for name, text_of in (("as written", lambda text: text), ("in capitals", _capitals)):
         shown = [replace(d, text=text_of(d.text), annotations=()) for d in documents]

@@ -114,7 +114,7 @@ def _with_metadata(kb: KnowledgeBase, additions: KnowledgeBase, known: list[str 
             if columns[field] is None and values:
                 columns[field] = kb.concepts.column(field).to_pylist()
             if values:
-                current = columns[field][row_of[target]]
+                current = columns[field][row_of[target]] = columns[field][row_of[target]] or []  # null: none yet
                 current.extend(value for value in dict.fromkeys(values) if value not in current)
     concepts = kb.concepts
     for field, values in columns.items():
@@ -147,10 +147,12 @@ def update_bundle(path: str | Path, additions: KnowledgeBase, out: str | Path | 
         raise BundleError(f"{bundle.path}: its name strings are not a prefix of the updated KB's; rebuild it")
     added = names.strings[before:]
     # Vectors to add: a FAISS index's new rows, a lazy one's approximate rows (both refusing a changed
-    # checkpoint); a lazy index encodes the names themselves on first need.
+    # checkpoint); a lazy index encodes the names themselves on first need. No new string (codes
+    # added, or a name another concept has): no vector, and no encoder loaded.
     lazy = bundle.dense is not None and bundle.dense.params.kind == "lazy"
     approximate = bundle.dense.approximate if lazy else None
-    encoder = bundle.encoder() if bundle.dense is not None and (not lazy or approximate is not None) else None
+    vectors_added = bool(added) and bundle.dense is not None and (not lazy or approximate is not None)
+    encoder = bundle.encoder() if vectors_added else None
     staging = staging_directory(out)
     try:
         shutil.copytree(bundle.path, staging, dirs_exist_ok=True)
@@ -166,7 +168,7 @@ def update_bundle(path: str | Path, additions: KnowledgeBase, out: str | Path | 
         sparse.save(staging / "sparse")
         if bundle.lexicon is not None:  # the renderer keeps the English words of the KB as they are
             save_english_words(merged, staging / TRANSLATIONS)
-        if approximate is not None:
+        if encoder is not None and approximate is not None:
             save_params(bundle.dense.params, staging / "dense")
             grown = ApproximateNames.load(bundle.path / "dense", writable=True)
             grown.add(encoder, added)

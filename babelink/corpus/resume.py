@@ -108,15 +108,19 @@ def write_jsonl_line(result: LinkedDocument, stream: TextIO, candidates: bool) -
 
 
 def write_brat_each(results: Iterable[LinkedDocument], directory: Path) -> None:
-    """Each document's `.txt` and `.ann`; with the first, `BRAT_PROVENANCE`, the bundle that links them."""
+    """Each document's `.txt` and `.ann`; with the first, `BRAT_PROVENANCE`, the bundle that links
+    them, unless the directory holds documents linked without one (which bundle linked those is
+    unknown: naming this one would vouch for them)."""
     from babelink.formats.brat import write_brat
 
-    recorded = False
+    record = None
     for result in results:
-        if not recorded and result.provenance is not None:
-            directory.mkdir(parents=True, exist_ok=True)
-            write_text_atomic(directory / BRAT_PROVENANCE, json.dumps(result.provenance, indent=2) + "\n")
-            recorded = True
+        if record is None:
+            record = result.provenance is not None and (
+                (directory / BRAT_PROVENANCE).is_file() or not any(directory.rglob("*.ann")))
+            if record:
+                directory.mkdir(parents=True, exist_ok=True)
+                write_text_atomic(directory / BRAT_PROVENANCE, json.dumps(result.provenance, indent=2) + "\n")
         write_brat(result.as_document(), directory)
 
 

@@ -35,14 +35,13 @@ class Span:
     text: str
 
 
-def enumerate_spans(text: str, tokens: Sequence[Token], boundaries: Boundaries,
-                    params: SpanParams = SpanParams(), defined: frozenset[str] = frozenset()) -> list[Span]:
-    """All spans within budget that cross no barrier (`joinable`), start with no word of
-    `boundaries.no_start` and end with none of `boundaries.no_end`, in text order; a word of
-    `boundaries.never_alone` is no span by itself. A stop word in capitals ("ALL", "IS") is an
-    acronym, not a stop word, unless the whole text is in capitals and does not define it
-    (`defined`: the short forms it defines); so is a single capital at an edge where the KB's
-    names have it (`boundaries.capital_start`, `capital_end`), unless the whole text is in capitals."""
+def edge_stops(text: str, tokens: Sequence[Token], boundaries: Boundaries, defined: frozenset[str] = frozenset()
+               ) -> tuple[list[bool], list[bool], list[bool]]:
+    """Per token of `text`: whether it may not open a span, may not close one, may not be one alone
+    (`boundaries`). A stop word in capitals ("ALL", "IS") is an acronym, not a stop word, unless
+    the whole text is in capitals and does not define it (`defined`: the short forms it defines);
+    so is a single capital at an edge where the KB's names have it (`boundaries.capital_start`,
+    `capital_end`), unless the whole text is in capitals. An elided clitic edges nothing."""
     shouting = written_in_capitals(text)  # then "IS" and "AS" are the words they spell
 
     def acronym(word: str) -> bool:
@@ -52,9 +51,16 @@ def enumerate_spans(text: str, tokens: Sequence[Token], boundaries: Boundaries,
         return [token.elided or (token.text.casefold() in words and not acronym(token.text)
                                  and (shouting or token.text not in capitals)) for token in tokens]
 
-    no_start = stop(boundaries.no_start, boundaries.capital_start)
-    no_end = stop(boundaries.no_end, boundaries.capital_end)
-    alone_excluded = stop(boundaries.never_alone)
+    return (stop(boundaries.no_start, boundaries.capital_start), stop(boundaries.no_end, boundaries.capital_end),
+            stop(boundaries.never_alone))
+
+
+def enumerate_spans(text: str, tokens: Sequence[Token], boundaries: Boundaries,
+                    params: SpanParams = SpanParams(), defined: frozenset[str] = frozenset()) -> list[Span]:
+    """All spans within budget that cross no barrier (`joinable`), start with no word that may not
+    open one and end with none that may not close one, in text order, a word that may not be one
+    alone left out (`edge_stops`)."""
+    no_start, no_end, alone_excluded = edge_stops(text, tokens, boundaries, defined)
     spans = []
     for first, token in enumerate(tokens):
         if no_start[first]:

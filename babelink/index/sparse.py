@@ -117,7 +117,9 @@ class TfidfNameIndex:
         earlier = sp.csr_matrix((self.matrix.data, self.matrix.indices, self.matrix.indptr),
                                 shape=(self.matrix.shape[0], len(vectorizer.terms)))
         added = vectorizer.transform(strings)
-        return TfidfNameIndex(self.params, vectorizer, sp.vstack([earlier, added]).tocsr())
+        matrix = sp.vstack([earlier, added]).tocsr()
+        matrix.sort_indices()  # canonical, as `fit` leaves it
+        return TfidfNameIndex(self.params, vectorizer, matrix)
 
     def _prepare_search(self, postings: sp.csr_matrix) -> None:
         idf = self.vectorizer.idf

@@ -87,11 +87,13 @@ class KnowledgeBase:
         counts = pc.value_counts(self.names.column("lang")).to_pylist()
         return {item["values"]: item["counts"] for item in sorted(counts, key=lambda item: -item["counts"])}
 
-    def select_languages(self, languages: frozenset[str]) -> KnowledgeBase:
-        """A KB with only the names in `languages`, and only the concepts that keep a name."""
+    def select_languages(self, languages: frozenset[str], preferred_lang: str = "en") -> KnowledgeBase:
+        """A KB with only the names in `languages`, and only the concepts that keep a name; a
+        concept whose preferred name is gone takes the best it keeps, as `KnowledgeBaseBuilder`
+        would have chosen reading those languages only."""
         names = self.names.filter(pc.is_in(self.names.column("lang"), value_set=pa.array(sorted(languages))))
         named = pc.is_in(self.concepts.column("concept_id"), value_set=pc.unique(names.column("concept_id")))
-        return KnowledgeBase(names, self.concepts.filter(named))
+        return KnowledgeBase(names, _preferred_among(self.concepts.filter(named), names, preferred_lang))
 
     def select_concepts(self, concept_ids: Iterable[str]) -> KnowledgeBase:
         """A KB with only these concepts (and their names)."""
@@ -116,6 +118,31 @@ class KnowledgeBase:
                     writer.write_batch(batch)
                 digest.update(sink.getvalue())
         return digest.hexdigest()
+
+
+def _name_rank(preferred: bool, lang: str, preferred_lang: str) -> int:
+    """How fit a name is to be its concept's preferred name, lowest best (`KnowledgeBaseBuilder`)."""
+    return (0 if preferred else 2) + (0 if lang == preferred_lang else 1) + 1
+
+
+def _preferred_among(concepts: pa.Table, names: pa.Table, preferred_lang: str) -> pa.Table:
+    """`concepts` with each preferred name that is none of the concept's `names` replaced by the
+    best of those (`_name_rank`, the first at equal rank)."""
+    ids, preferred = concepts.column("concept_id").to_pylist(), concepts.column("preferred_name").to_pylist()
+    rows = list(zip(*(names.column(field).to_pylist() for field in ("concept_id", "name", "lang", "preferred"))))
+    kept = {(concept_id, name) for concept_id, name, _, _ in rows}
+    stale = {concept_id for concept_id, name in zip(ids, preferred) if (concept_id, name) not in kept}
+    if not stale:
+        return concepts
+    best: dict[str, tuple[int, str]] = {}
+    for concept_id, name, lang, flagged in rows:
+        if concept_id in stale:
+            rank = _name_rank(flagged, lang, preferred_lang)
+            if concept_id not in best or rank < best[concept_id][0]:
+                best[concept_id] = (rank, name)
+    chosen = [best[concept_id][1] if concept_id in stale else name for concept_id, name in zip(ids, preferred)]
+    return concepts.set_column(concepts.schema.get_field_index("preferred_name"), "preferred_name",
+                               pa.array(chosen, pa.string()))
 
 
 def clean_name(name: str) -> str:
@@ -170,7 +197,7 @@ class KnowledgeBaseBuilder:
         columns["preferred"].append(preferred)
         concept = self._concept(concept_id)
         concept["named"] = True
-        rank = (0 if preferred else 2) + (0 if lang == self.preferred_lang else 1) + 1
+        rank = _name_rank(preferred, lang, self.preferred_lang)
         if rank < concept["rank"]:
             concept["rank"], concept["preferred_name"] = rank, name
         if len(columns["name"]) >= self._CHUNK_ROWS:

@@ -21,6 +21,8 @@ from babelink.textio import iter_lines, json_line
 _ID_ALIASES = ("id", "concept_id", "cui", "code")
 _LISTS = ("synonyms", "types", "xrefs", "alt_ids")
 _COLUMNS = (*_ID_ALIASES, "name", "lang", "source", "term_type", "preferred", *_LISTS)
+#: Unicode categories no id may hold: controls (a tab, a line break) and line or paragraph separators.
+_BREAKING = frozenset({"Cc", "Zl", "Zp"})
 _TRUE = frozenset({"1", "true", "yes", "y", "t"})
 _FALSE = frozenset({"", "0", "false", "no", "n", "f"})
 
@@ -38,8 +40,8 @@ def _concept_id(value: object, path: Path, number: int) -> str:
     concept_id = value.strip() if isinstance(value, str) else ""
     if not concept_id:
         raise InputFormatError(path, number, "the id must be a non-empty string")
-    if any(unicodedata.category(char) == "Cc" for char in concept_id):
-        raise InputFormatError(path, number, f"the id {concept_id!r} holds a control character (a tab, a line break)")
+    if any(unicodedata.category(char) in _BREAKING for char in concept_id):
+        raise InputFormatError(path, number, f"the id {concept_id!r} holds a control character or a line break")
     return concept_id
 
 
@@ -85,6 +87,8 @@ def read_tsv(path: str | Path, *, languages: frozenset[str] | None = None, defau
 def _header(cells: list[str], path: Path, number: int) -> dict[str, int]:
     """Column → position; the id column, under any of its aliases, is `id`."""
     columns = [cell.strip().lower() for cell in cells]
+    while columns and not columns[-1]:  # a trailing tab (a spreadsheet's export) names no column
+        columns.pop()
     other_format = "(a KB in another format: give --kb-format umls, ctd, obo, jsonl or parquet)"
     repeated = next((column for column in columns if columns.count(column) > 1), None)
     if repeated is not None:
@@ -134,7 +138,10 @@ def read_jsonl(path: str | Path, *, languages: frozenset[str] | None = None, def
         record = json_line(line, path, number)
         if not isinstance(record, dict):
             raise InputFormatError(path, number, "each line must be a JSON object")
-        row = {"id": next((record[alias] for alias in _ID_ALIASES if alias in record), None),
+        ids = [alias for alias in _ID_ALIASES if record.get(alias) is not None]
+        if len(ids) > 1:
+            raise InputFormatError(path, number, f"two ids ({', '.join(ids)}): give one")
+        row = {"id": record[ids[0]] if ids else None,
                "name": record.get("name"), "preferred": record.get("preferred"),
                **{key: _string(record, key, path, number) for key in ("lang", "source", "term_type")},
                **{key: _string_list(record, key, path, number) for key in _LISTS}}

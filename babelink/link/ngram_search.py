@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import pairwise
 
+from babelink.detect.spans import edge_stops
 from babelink.detect.stopwords import Boundaries
 from babelink.detect.tokenize import joinable, tokenize
 from babelink.retrieve.candidate import Candidate, CandidateGenerator
@@ -52,9 +53,8 @@ def ngram_search(generator: CandidateGenerator, mention: str, threshold: float, 
         [whole] = search([mention])
     if whole and whole[0].score >= threshold:
         return [LinkedPart(0, len(mention), mention, whole)]
-    tokens, boundaries = tokenize(mention), boundaries or Boundaries()
-    no_start = [token.elided or token.text.casefold() in boundaries.no_start for token in tokens]
-    no_end = [token.elided or token.text.casefold() in boundaries.no_end for token in tokens]
+    tokens = tokenize(mention)
+    no_start, no_end, _ = edge_stops(mention, tokens, boundaries or Boundaries())
     joined = [joinable(mention, left, right) for left, right in pairwise(tokens)]
     linked = [False] * len(tokens)
     parts: list[LinkedPart] = []

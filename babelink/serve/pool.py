@@ -41,12 +41,17 @@ class WorkerPool:
         self._lock = threading.Lock()
         self._admitted = 0
         self._mean_seconds = 0.0  # of the calls run so far, recent ones weighing most
+        self._started: dict[int, float] = {}  # the running calls' start times, by thread
 
     def retry_after(self) -> int:
-        """Whole seconds until the calls admitted now are likely done, from the recent mean call
-        duration: what a client told 429 or 503 should wait (at least 1)."""
+        """Whole seconds until the calls admitted now are likely done, what a client told 429 or
+        503 should wait: each takes the recent mean call time, or as long as the longest running
+        one has run already (abandoned work past its timeout); at least 1, at most the timeout."""
         with self._lock:
-            return max(1, math.ceil(self._mean_seconds * self._admitted / self._workers))
+            now = time.monotonic()
+            per_call = max([self._mean_seconds, *(now - started for started in self._started.values())])
+            estimate = math.ceil(per_call * self._admitted / self._workers)
+        return min(max(1, estimate), math.ceil(self.timeout))
 
     @property
     def admitted(self) -> int:
@@ -70,11 +75,14 @@ class WorkerPool:
 
     def _timed(self, function: Callable[..., T], *args) -> T:
         started = time.monotonic()
+        with self._lock:
+            self._started[threading.get_ident()] = started
         try:
             return function(*args)
         finally:
             seconds = time.monotonic() - started
             with self._lock:
+                del self._started[threading.get_ident()]
                 weight = _DURATION_WEIGHT if self._mean_seconds else 1.0  # the first call is the mean
                 self._mean_seconds += weight * (seconds - self._mean_seconds)
 

@@ -316,6 +316,7 @@ def link_scores(linker: DualLinker, documents: Sequence[Document]) -> dict:
 
 def _in_kb_gold(linker: DualLinker, documents: Sequence[Document],
                 types: Sequence[str] | None = None) -> list[tuple[str, int, int, frozenset[str]]]:
+    """(doc id, start, end, KB ids) of the documents' gold mentions (of `types`) naming a KB concept."""
     return [(*span, ids) for span, ids in in_kb_gold(documents, gold_resolver(linker.kb), types).items()]
 
 

@@ -121,6 +121,22 @@ def test_an_update_is_read_as_the_build_read_and_gives_known_concepts_their_new_
         read_additions(bundle, french)
 
 
+def test_an_update_without_new_strings_needs_no_vector(tmp_path, tiny_encoder_dir):
+    """Codes for a known concept, and a known string named by a new concept: no string to encode."""
+    path = build_bundle(knowledge_base(BASE), tmp_path / "b", retriever="hybrid", encoder=tiny_encoder_dir)
+    builder = KnowledgeBaseBuilder()
+    builder.add_name("C1", "Myocardial infarction", lang="en")
+    builder.add_concept("C1", xrefs=["UMLS:C0027051"])
+    builder.add_name("C9", "Asthma", lang="en")
+    dense_files = {file.name: file.read_bytes() for file in (path / "dense").iterdir()}
+    update_bundle(path, builder.build())
+    updated = load_bundle(path, verify=True)
+    assert len(updated.kb) == 4 and len(updated.names) == 3
+    assert {file.name: file.read_bytes() for file in (path / "dense").iterdir()} == dense_files
+    found = Linker(updated).normalize("myocardial infarction", top_k=1)[0]
+    assert found.concept_id == "C1" and dict(found.codes)["UMLS"] == "C0027051"
+
+
 def test_a_bundle_with_the_legacy_sparse_matrix_updates_to_the_current_layout(tmp_path):
     path = build_bundle(knowledge_base(BASE), tmp_path / "b", retriever="sparse")
     sparse = path / "sparse"

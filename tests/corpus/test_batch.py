@@ -148,6 +148,9 @@ def test_brat_output_skips_finished_documents(corpus, tmp_path):
     refused = babelink("link", "-b", other, "-i", corpus_path, "-o", directory, "--format", "brat")
     assert refused.returncode == 1 and "babelink-provenance.json: linked with bundle " in refused.stderr
     assert not (directory / "doc-03.ann").exists()
+    (directory / "babelink-provenance.json").unlink()  # as written before outputs named their bundle
+    resumed = babelink("link", "-b", other, "-i", corpus_path, "-o", directory, "--format", "brat")
+    assert resumed.returncode == 0 and not (directory / "babelink-provenance.json").exists()
 
 
 def test_ray_engine_writes_what_the_local_engine_does(corpus, tmp_path):

@@ -127,6 +127,8 @@ def test_tsv_reader(tmp_path):
         ("id\tcui\tname\nC1\tC2\tasthma\n", 1, "two id columns"),
         ("id\tname\nC1\t \n", 2, "the name must be a non-empty string"),
         ("id\tname\n\x07\tasthma\n", 2, "holds a control character"),
+        ("id\tname\nC\u20281\tasthma\n", 2, "or a line break"),
+        ("id\tname\t\nC1\tasthma\t\n", None, None),  # a spreadsheet's trailing tab, header included
     ],
 )
 def test_tsv_reader_rejects_malformed_headers_and_rows(tmp_path, content, line, message):
@@ -174,6 +176,10 @@ def test_jsonl_nulls_are_absent_and_blank_synonyms_are_left_out(tmp_path):
         read_jsonl(write(tmp_path / "bad.jsonl", '{"id": "X1", "name": "Fever", "source": 3}\n'))
     with pytest.raises(InputFormatError, match=r"bad.jsonl:1: the id 'X\\t1' holds a control character"):
         read_jsonl(write(tmp_path / "bad.jsonl", '{"id": "X\\t1", "name": "Fever"}\n'))
+    assert read_jsonl(write(tmp_path / "alias.jsonl", '{"id": null, "cui": "C2", "name": "Fever"}\n')
+                      ).concepts.column("concept_id").to_pylist() == ["C2"]
+    with pytest.raises(InputFormatError, match=r"two.jsonl:1: two ids \(id, cui\)"):
+        read_jsonl(write(tmp_path / "two.jsonl", '{"id": "C1", "cui": "C2", "name": "Fever"}\n'))
 
 
 def test_jsonl_reader(tmp_path):
@@ -200,6 +206,11 @@ def test_store_round_trip_and_language_selection(tmp_path):
     assert infer_format(tmp_path / "store") == "parquet"
     german = read_kb(tmp_path / "store", languages=frozenset({"de"}))
     assert len(german) == 1 and german.num_names == 1
+    [concept_id] = german.concepts.column("concept_id").to_pylist()
+    [german_name] = german.names.column("name").to_pylist()
+    assert german.preferred_name(concept_id) == german_name  # the English one is gone: the kept name
+    assert german.preferred_name(concept_id) == read_umls(tmp_path / "MRCONSO.RRF",
+                                                          languages=frozenset({"de"})).preferred_name(concept_id)
 
 
 @pytest.mark.parametrize(

@@ -268,6 +268,15 @@ def test_ngram_search_reads_scripts_without_spaces_and_stops_at_punctuation(tmp_
     assert [p.text for p in _answer(linker, "pain. Relief came").parts] == ["pain"]
 
 
+def test_ngram_search_edges_its_ngrams_as_spans_are_edged(tmp_path):
+    builder = KnowledgeBaseBuilder()
+    for number, name in enumerate(["Hepatitis A", "Vitamin A", "Influenza A", "Blood group A", "Asthma", "ALL"]):
+        builder.add_name(f"D{number}", name, lang="en")
+    linker = Linker(load_bundle(build_bundle(builder.build(), tmp_path / "b", retriever="sparse")))
+    parts = _answer(linker, "hepatitis A and a zzz with ALL", top_k=1, lang="en").parts
+    assert [p.text for p in parts] == ["hepatitis A", "ALL"]  # a capital letter closes it; an acronym is no stop word
+
+
 def _answer(linker, mention, **options):
     [answer] = linker.normalize_each([mention], ngram_threshold=0.95, **options)
     return answer
