@@ -19,7 +19,7 @@ from babelink.bundle.store import Bundle, load_bundle_with_encoder
 from babelink.detect import MentionDetector
 from babelink.detect.stopwords import BoundaryStopwords, ProtectedByLanguage
 from babelink.encoders import Encoder
-from babelink.errors import InvalidInputError
+from babelink.errors import BundleError, InvalidInputError
 from babelink.formats.document import Document
 from babelink.lang import check_language
 from babelink.link.context_filter import ContextFilter
@@ -140,9 +140,20 @@ class Linker:
         unknown = set(params) - _LINK_PARAMS
         if unknown:
             raise TypeError(f"unknown link parameters: {', '.join(sorted(unknown))}")
+        if isinstance(model, str | Path):
+            from babelink.dual.artefact import model_path
+            from babelink.dual.model import DualModel
+
+            model = DualModel(model_path(model))
         if bundle is None:
             from babelink.bundle.default import default_bundle
+            from babelink.encoders import DEFAULT
 
+            against = (model.settings.entity_encoder.get("name") if model is not None else None) or DEFAULT
+            if against != DEFAULT:  # refused now, not after the default bundle is built
+                raise BundleError(f"the one-pass model {model.path} links against the name vectors of encoder "
+                                  f"{against!r}, the embedded default bundle has the bundled encoder's: give "
+                                  f"--bundle, a bundle built with --encoder {against}")
             bundle = default_bundle()
         if isinstance(filter, str | Path):
             filter = ContextFilter(filter)
@@ -150,11 +161,6 @@ class Linker:
             from babelink.detect.ner import NerDetector
 
             ner = NerDetector(ner)
-        if isinstance(model, str | Path):
-            from babelink.dual.artefact import model_path
-            from babelink.dual.model import DualModel
-
-            model = DualModel(model_path(model))
         loaded, encoder = load_bundle_with_encoder(bundle, runtime)
         return cls(loaded, encoder=encoder, link_params=LinkParams(**params),
                    context_filter=filter, detector=ner, name_filter=name_filter, model=model)

@@ -55,8 +55,11 @@ def run_date(results: dict) -> str:
 
 
 def pack_commit(results: dict) -> str:
-    """The commit the pack was built at, short (a pack built outside a checkout has none)."""
-    return (results["pack"].get("commit") or "unknown")[:7]
+    """The commit the pack was built at, short, with `+dirty` when it says so (a pack built outside
+    a checkout has none), and `+code-changed` when the code that ran was not the code that packed."""
+    commit = results["pack"].get("commit") or "unknown"
+    marks = "+dirty" if commit.endswith("+dirty") else ""
+    return commit[:7] + marks + ("+code-changed" if results.get("code", {}).get("as_packed") is False else "")
 
 
 def kept_copy(results_file: Path, results: dict) -> Path:
@@ -70,14 +73,16 @@ def kept_copy(results_file: Path, results: dict) -> Path:
 
 def section(results: dict, record: Path) -> str:
     pack, budget = results["pack"], results.get("budget", {})
-    toy = {key: value for key, value in budget.items() if key != "minutes" and value is not None}
+    toy = toy_options(results)
+    options = "".join(f" --{key.replace('_', '-')} {value}" for key, value in toy.items())
+    options += "" if "CUDA" in results["device"] else " --device cpu"
     lines = [f"## {run_date(results)} — the GPU training job (commit `{pack_commit(results)}`)", "",
              f"Command: `python benchmarks/gpu_job.py {record.resolve().relative_to(ROOT)}` · the job: `python3 -m "
-             f"babelink.train.job --pack pack --out $OUT --minutes {budget.get('minutes', '?')}` on "
+             f"babelink.train.job --pack pack --out $OUT --minutes {budget.get('minutes', '?')}{options}` on "
              f"{results['device']}, torch {results['torch']}, {results.get('seconds', '?')} s in all"
-             + (f" · a toy run ({', '.join(f'{k} {v}' for k, v in toy.items())}): it measures nothing" if toy else "")
-             + f" · pack: `make pack` ({pack['bytes'] / 2**20:.1f} MiB, base {pack['base']['name']} "
-             f"pruned to {pack['base']['pieces']:,} pieces)", ""]
+             + (" · a toy run: it measures nothing" if toy else "")
+             + f" · pack: {pack['bytes'] / 2**20:.1f} MiB, base {pack['base']['name']} "
+             f"pruned to {pack['base']['pieces']:,} pieces", ""]
     lines += _stage_table(results) + [""]
     if encoding := results.get("kb_encoding"):
         batches = "batches of 1,024" if "CUDA" in results["device"] else "the encoder's own batches"
@@ -85,12 +90,19 @@ def section(results: dict, record: Path) -> str:
                    f"the call `build` makes, in {batches}): seconds, names a second."), ""]
         lines += _encoding_table(encoding) + [""]
     if models := [name for name in results["evaluation"] if _is_normalization(results["evaluation"][name])]:
-        lines += [("Acc@1 / Acc@5 of each model's nearest names, against the whole KB of the set; "
+        against = (f"the gold concepts and {budget['distractors']:,} others" if budget.get("distractors")
+                   else "the whole KB of the set")
+        lines += [(f"Acc@1 / Acc@5 of each model's nearest names, against {against}; "
                    "`left out by`: the stages that never trained on the language."), ""]
         lines += _normalization_table(results, models) + [""]
     if linking := [name for name in results["evaluation"] if not _is_normalization(results["evaluation"][name])]:
         lines += _linking_table(results, linking) + [""]
     return "\n".join(lines)
+
+
+def toy_options(results: dict) -> dict:
+    """The options that made the run a smoke test (`--max-steps`, `--distractors`): empty for a real run."""
+    return {key: value for key, value in results.get("budget", {}).items() if key != "minutes" and value is not None}
 
 
 def _is_normalization(evaluation: dict) -> bool:
@@ -219,6 +231,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         results = read_results(args.results)
+        if toy_options(results) and (args.install or not args.no_write):
+            raise ResultsError(f"{args.results}: a smoke test ({', '.join(toy_options(results))}) measures nothing "
+                               "and ships toy artefacts: give --no-write to see its section, nothing kept")
         installed = install(args.results, results) if args.install else []
     except ResultsError as error:
         raise SystemExit(f"error: {error}") from None

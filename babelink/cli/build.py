@@ -27,7 +27,8 @@ def build(
     retriever: Annotated[Retriever, typer.Option(
         "--retriever", help="Candidate generation: TF-IDF, encoder, or both fused.")] = Retriever.hybrid,
     encoder: Annotated[str, typer.Option(
-        "--encoder", help="'default' (bundled multilingual-e5-small) or a checkpoint directory.")] = "default",
+        "--encoder", help="'default' (bundled multilingual-e5-small), a packaged trained encoder's name "
+                               "(e5-sap: docs/training.md) or a checkpoint directory.")] = "default",
     pooling: Annotated[str | None, typer.Option(
         "--pooling", help="cls|mean; default: the checkpoint's babelink_encoder.json, else cls.")] = None,
     prefix: Annotated[str | None, typer.Option(

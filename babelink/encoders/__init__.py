@@ -62,9 +62,13 @@ def open_encoder(name: str | Path = DEFAULT, runtime: str = "torch", **settings)
 def checkpoint_path(name: str | Path) -> Path:
     """A checkpoint directory, or the name of a trained encoder shipped with babelink
     (`encoders.artefacts`), applied to the bundled e5 on first use."""
-    from babelink.encoders.artefacts import packaged, packaged_checkpoint
+    from babelink.encoders.artefacts import packaged, packaged_checkpoint, read_manifest
 
     if not Path(name).is_dir() and str(name) in packaged():
+        manifest = read_manifest(packaged()[str(name)])
+        if manifest["kind"] == "dual":  # its encoder scores spans; the bundle it links against is its entity encoder's
+            raise BabelinkError(f"{name} is a one-pass model, not an encoder: give it to `link --model {name}`, "
+                                f"over a bundle built with --encoder {manifest['entity_encoder']}")
         return packaged_checkpoint(str(name))
     return Path(name)
 

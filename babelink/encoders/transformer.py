@@ -62,11 +62,12 @@ def require_checkpoint(path: str | Path) -> Path:
     """`path` made absolute; a clear error where it is not a local checkpoint directory."""
     path = Path(path).absolute()
     if not (path / "config.json").is_file():
-        from babelink.encoders.artefacts import packaged
+        from babelink.encoders.artefacts import packaged, read_manifest
 
+        encoders = [name for name, file in packaged().items() if read_manifest(file)["kind"] != "dual"]
         raise BabelinkError(f"{path}: not a transformers checkpoint directory (no config.json); babelink never "
                             "downloads models, pass a local directory or the name of a packaged trained encoder "
-                            f"({', '.join(packaged()) or 'none in this installation'})")
+                            f"({', '.join(encoders) or 'none in this installation'})")
     return path
 
 

@@ -233,6 +233,7 @@ class Job:
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "device": _device_name(self.device), "torch": torch.__version__,
             "pack": {k: self.manifest[k] for k in ("commit", "created", "base", "bytes")},
+            "code": {"fingerprint": packs.code_fingerprint(), "as_packed": self._as_packed()},
             "budget": {"minutes": minutes, "max_steps": max_steps, "distractors": distractors},
             "plan": [asdict(stage) for stage in plan], "stages": {}, "evaluation": {},
             "kb_encoding": {}}
@@ -259,6 +260,9 @@ class Job:
             write_settings(self.base, SETTINGS_FILE, EncoderSettings(**self.manifest["base"]["settings"]))
             self.evaluator = PackEvaluator(self.pack, self.manifest, self.device, self.distractors)
             self.log(f"device {self.results['device']}; base converted, {len(self.evaluator.sets)} evaluation sets")
+            if self.results["code"]["as_packed"] is False:
+                self.log(f"WARNING: this code is not the code that built the pack ({self.manifest['commit']}): "
+                         "the run's commit is unknown (rebuild the pack with `make pack` before a run)")
             began = time.monotonic()
             self.evaluate("base", self.base)
             # besides training, a stage evaluates its model, scores dev three times, loads, probes and exports;
@@ -293,6 +297,16 @@ class Job:
         batch_size = 1024 if self.device.type == "cuda" else None
         return TransformerEncoder(checkpoint, settings_for(checkpoint, batch_size=batch_size), device=str(self.device))
 
+    def _as_packed(self) -> bool | None:
+        """Whether the code running is the code that built the pack (None: a pack that does not say)."""
+        packed = self.manifest.get("code")
+        return None if packed is None else packed == packs.code_fingerprint()
+
+    def commit(self) -> str | None:
+        """The pack's commit, marked `+code-changed` when other code runs: the run's own commit is unknown."""
+        commit = self.manifest["commit"]
+        return f"{commit or 'unknown'}+code-changed" if self.results["code"]["as_packed"] is False else commit
+
     def stage_seconds(self, index: int) -> float:
         """Training seconds of stage `index`: its share of what is left once every stage still to
         run has had its overhead."""
@@ -307,7 +321,8 @@ class Job:
         sap, dual = isinstance(stage, SapStage), isinstance(stage, DualStage)
         trainer = (self.sap_trainer(stage, seconds) if sap else self.dual_trainer(stage, seconds) if dual
                    else self.student_trainer(stage, seconds))
-        self.log(f"{stage.name}: {len(trainer.items):,} items, {trainer.total_steps:,} steps in {seconds:.0f}s")
+        self.log(f"{stage.name}: {len(trainer.items):,} items, {trainer.total_steps:,} steps in "
+                 f"{max(seconds, 0):.0f}s")
         began = time.monotonic()
         if sap:
             trainer.train(evaluate=self.evaluator.dev_score, eval_every=max(1, trainer.total_steps // 2))
@@ -453,7 +468,7 @@ class Job:
                                  "hold_out": list(getattr(stage, "hold_out", ())),
                                  "steps": record["steps"], "seconds": record["seconds"], "items": record["items"],
                                  "config": record["config"], "device": self.results["device"],
-                                 "commit": self.manifest["commit"], "pack_created": self.manifest["created"]}}
+                                 "commit": self.commit(), "pack_created": self.manifest["created"]}}
         if isinstance(stage, SapStage):
             write_artefact(path, {**manifest, "kind": "lora"}, load_file(str(trained / LORA_FILE)))
         elif dual:  # the init's adapters and the stage's, one LoRA of their summed ranks, and the head

@@ -11,7 +11,8 @@ enough to send to a lent GPU (at most 60 MiB), built here on the CPU.
   ship them (CTD MEDIC; NCBI-disease and BC5CDR in PubTator), for the one-pass model (004), which
   learns from whole documents and links against a bundle the job builds with babelink's own
   readers, so that it trains on what `train dual` would read;
-- `pack.json`: what each file is, its KB, rows and licence, the base's SHA-256, the commit.
+- `pack.json`: what each file is, its KB, rows and licence, the base's SHA-256, the commit and the
+  fingerprint of the code (`code_fingerprint`).
 
 Names, pairs and queries are stored as the library encodes them (`text.normalize_name`), so the
 SAP stages need neither OpenCC nor any reader, and score what `normalize` would be given. The
@@ -22,6 +23,7 @@ word of the documents, as the full one does.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import io
 import json
 import shutil
@@ -143,8 +145,8 @@ def build_pack(sources: PackSources, out: Path, model_file: Path, checkpoint: Pa
         shutil.rmtree(scratch, ignore_errors=True)
 
     files: dict[str, bytes] = {BASE_FILE: base_bytes}
-    manifest = {"format": FORMAT_VERSION, "commit": _commit(), "created": time.strftime("%Y-%m-%dT%H:%M:%SZ",
-                                                                                          time.gmtime()),
+    manifest = {"format": FORMAT_VERSION, "commit": _commit(), "code": code_fingerprint(),
+                "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 "base": {"name": base_name, "sha256": base_sha256, "file": BASE_FILE, "pieces": len(kept),
                          "settings": E5_SETTINGS},
                 "names": {}, "pairs": {}, "eval": {}, "licences": {k: v[0] for k, v in LICENCES.items()},
@@ -238,6 +240,17 @@ def _token_ids(tokenizer, strings: list[str], settings) -> list[list[int]]:
         batch = [settings.prefix + text for text in strings[start : start + 50_000]]
         ids += tokenizer(batch, truncation=True, max_length=settings.max_length)["input_ids"]
     return ids
+
+
+def code_fingerprint() -> str:
+    """SHA-256 of babelink's own source files (path and bytes): the pack records the code that
+    packed it and the job the code that runs, which tells whether the pack's commit is the run's
+    (a machine without git, such as the GPU's, has no other way to say)."""
+    package = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")):
+        digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
 
 
 def _commit() -> str | None:

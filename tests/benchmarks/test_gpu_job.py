@@ -62,3 +62,18 @@ def test_the_logged_command_reads_its_record_again_and_a_pack_may_lack_a_commit(
     assert gpu_job.kept_copy(record, results) == tmp_path / record
     text = gpu_job.section(results, record)
     assert "the GPU training job (commit `unknown`)" in text and f"gpu_job.py {record}`" in text
+
+
+def test_a_smoke_test_is_shown_and_never_kept_and_its_commit_says_what_ran(tmp_path, capsys):
+    path = tmp_path / "results.json"
+    toy = {**RESULTS, "budget": {"minutes": 5, "max_steps": 2, "distractors": 100}, "device": "CPU",
+           "pack": {**RESULTS["pack"], "commit": "abcdef1234+dirty"}, "code": {"as_packed": False}}
+    path.write_text(json.dumps(toy))
+    with pytest.raises(SystemExit, match="a smoke test .max_steps, distractors. measures nothing"):
+        gpu_job.main([str(path)])
+    assert gpu_job.main([str(path), "--no-write"]) == 0
+    text = capsys.readouterr().out
+    assert "the GPU training job (commit `abcdef1+dirty+code-changed`)" in text
+    assert "--minutes 5 --max-steps 2 --distractors 100 --device cpu` on CPU" in text
+    assert "against the gold concepts and 100 others" in text
+

@@ -177,7 +177,8 @@ def test_a_run_is_published_with_every_stage_model_and_set(job_run):
     record = gpu_job.kept_copy(out / "results.json", results)
     text = gpu_job.section(gpu_job.read_results(out / "results.json"), record)
     assert text.startswith(f"## {results['started'][:10]} — the GPU training job (commit `")
-    assert "--minutes 30` on CPU" in text and "a toy run (max_steps 2): it measures nothing" in text
+    assert "--minutes 30 --max-steps 2 --device cpu` on CPU" in text and "a toy run: it measures nothing" in text
+    assert results["code"]["as_packed"] is True  # the pack was built by the code that ran
     assert "| loo | SAP (003, 001) | umls, corpus-train, MUSE pairs | de | 2 | 20 |" in text
     assert "| student | student, 2 layers | distilled from sap | — | 2 |" in text and "| student.safetensors |" in text
     assert "| set | language | queries | left out by | base | loo | sap | student |" in text
@@ -265,9 +266,11 @@ def test_a_packaged_one_pass_model_is_a_model_name(tiny_pack, tmp_path, monkeypa
     monkeypatch.setattr(artefacts, "packaged", lambda: {name: tmp_path / "out" / f"{name}.safetensors"
                                                          for name in ("sap", "dual")})
     init = dual_init("dual")  # what `train dual --init dual` starts from, applied before any `link --model dual`
-    bare = checkpoint_path("dual")  # `build --encoder dual`: its encoder alone, in a directory of its own
+    with pytest.raises(BabelinkError, match="dual is a one-pass model, not an encoder: give it to `link --model "
+                                            "dual`, over a bundle built with --encoder sap"):
+        checkpoint_path("dual")  # `build --encoder dual`: a bundle no `link --model dual` would take
     model = model_path("dual")
-    assert model == init != bare and (model / "babelink_dual.json").is_file()
+    assert model == init and (model / "babelink_dual.json").is_file()
     settings = json.loads((model / "babelink_dual.json").read_text())
     assert settings["entity_encoder"]["name"] == "sap"
     assert settings["entity_encoder"]["fingerprint"] == checkpoint_fingerprint(artefacts.packaged_checkpoint("sap"))
@@ -277,7 +280,7 @@ def test_a_packaged_one_pass_model_is_a_model_name(tiny_pack, tmp_path, monkeypa
                                             r"that name \(packaged: dual\)"):
         model_path("dual-v2")
     with pytest.raises(BabelinkError, match=r"never downloads models, pass a local directory or the name of a "
-                                            r"packaged trained encoder \(sap, dual\)"):
+                                            r"packaged trained encoder \(sap\)"):
         open_encoder("sap-v2")
     kb = read_kb(tiny_pack / "kb" / "umls" / "CTD_diseases.tsv")
     bundle = build_bundle(kb, tmp_path / "bundle", encoder="sap", dense_params=DenseParams(kind="lazy"))
@@ -286,6 +289,8 @@ def test_a_packaged_one_pass_model_is_a_model_name(tiny_pack, tmp_path, monkeypa
     other = build_bundle(kb, tmp_path / "other", encoder="default", dense_params=DenseParams(kind="lazy"))
     with pytest.raises(BabelinkError, match="trained against 'sap'"):
         Linker.open(other, model="dual")
+    with pytest.raises(BabelinkError, match="links against the name vectors of encoder 'sap', the embedded default"):
+        Linker.open(model="dual")  # said before the default bundle is built, not after
 
 
 def test_the_packs_wheels_are_installed_where_their_library_is_missing(tmp_path, monkeypatch):
