@@ -146,7 +146,9 @@ def terms(manifest: dict) -> str:
     sources = "; ".join(f"{source} ({licence})" for source, licence in training.get("sources", {}).items())
     if training.get("default_eligible"):
         return f"trained on sources a default may be trained on: {sources}"
-    return f"opt-in: its training data's terms restrict its use: {sources}"
+    noncommercial = any("NC" in licence.replace("-", " ").split() for licence in training.get("sources", {}).values())
+    return (f"opt-in: its training data's terms restrict its use{' to non-commercial ends' if noncommercial else ''}: "
+            f"{sources}")
 
 
 def packaged() -> dict[str, Path]:

@@ -91,7 +91,19 @@ def test_info_shows_an_artefacts_terms(tmp_path):
     shown = babelink("info", "--encoder", artefact)
     assert shown.returncode == 0, shown.stderr
     body = json_module.loads(shown.stdout)
-    assert body["terms"] == "opt-in: its training data's terms restrict its use: muse (CC BY-NC 4.0)"
+    assert body["terms"] == ("opt-in: its training data's terms restrict its use to non-commercial ends: "
+                             "muse (CC BY-NC 4.0)")
     assert body["manifest"]["training"]["steps"] == 3
     missing = babelink("info", "--encoder", "e5-nothing")
     assert missing.returncode == 1 and "no trained encoder named 'e5-nothing'" in missing.stderr
+
+
+def test_only_a_non_commercial_licence_is_called_so():
+    from babelink.encoders.artefacts import terms
+
+    def training(licence):
+        return {"training": {"default_eligible": False, "sources": {"corpus": licence}}}
+
+    assert terms(training("custom terms of the NCBI")).endswith("restrict its use: corpus (custom terms of the NCBI)")
+    assert "to non-commercial ends" in terms(training("CC-BY-NC-SA-4.0"))
+
