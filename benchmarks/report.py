@@ -6,6 +6,7 @@ import argparse
 import multiprocessing
 import platform
 import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -117,11 +118,15 @@ def cached_bundle(data: Path, kb_name: str, *, types: str | None = None, **optio
         json.dumps([tree, FORMAT_VERSION, kb_name, key_options], sort_keys=True, default=str).encode()
     ).hexdigest()[:12]
     path = babelink_home() / "benchmark-bundles" / f"{kb_name}-{key}"
-    if not (path / MANIFEST).is_file():
+    if not (path / MANIFEST).is_file():  # minutes with a dense index: said, and shown as it goes
+        from babelink.progress import progress_bar
+
+        print(f"building the benchmark bundle {path.name} (once per version of the bundle code)", file=sys.stderr)
         kb = read_kb(data / KB_FILES[kb_name])
         if types == "hpo":
             kb = types_from_ontology(kb, hpo_branches())[0]
-        build_bundle(kb, path, **options)
+        with progress_bar(f"building {path.name}") as progress:
+            build_bundle(kb, path, progress=progress, **options)
     read_through(path)
     return path
 
