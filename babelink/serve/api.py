@@ -37,6 +37,7 @@ DEFAULT_LIMITS = ServiceLimits()
 _ERRORS = {status: {"model": ErrorOut, "description": description} for status, description in {
     400: "Malformed JSON.",
     413: "Over a size limit (body bytes, mentions, documents or characters per text): split the request.",
+    415: "A body that is not sent as JSON (Content-Type: application/json).",
     422: "Wrong schema, or an unusable mention or text.",
     429: "Too many requests in progress; retry after the Retry-After seconds.",
     503: "Not answered within the per-request timeout.",
@@ -129,9 +130,13 @@ def _add_error_handlers(app: FastAPI, pool: WorkerPool) -> None:
     503 say in Retry-After when the work in progress is likely done (`WorkerPool.retry_after`)."""
 
     @app.exception_handler(RequestValidationError)
-    async def invalid_request(_: Request, error: RequestValidationError) -> JSONResponse:
+    async def invalid_request(request: Request, error: RequestValidationError) -> JSONResponse:
         problems = [{"loc": list(problem["loc"]), "msg": problem["msg"], "type": problem["type"]}
                     for problem in error.errors()]
+        media_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+        if media_type and "json" not in media_type:  # a form (curl -d) or text: no field error says that
+            return error_response(415, "unsupported media type",
+                                  f"the body must be JSON, sent as Content-Type: application/json, not {media_type}")
         if any(problem["type"] == "json_invalid" for problem in problems):
             return error_response(400, "malformed JSON", problems)
         return error_response(422, "invalid request", problems)

@@ -164,7 +164,8 @@ def test_openapi_schema_documents_the_api(client):
     assert {"NormalizeRequest", "NormalizeResponse", "LinkText", "LinkBatch", "LinkedDocumentOut", "ErrorOut"} <= set(
         components
     )
-    assert set(schema["paths"]["/normalize"]["post"]["responses"]) >= {"200", "400", "413", "422", "429", "503"}
+    assert set(schema["paths"]["/normalize"]["post"]["responses"]) >= {"200", "400", "413", "415", "422", "429",
+                                                                         "503"}
     # every field an answer carries is documented
     [result] = client.post("/normalize", json={"mentions": ["high blood pressure"]}).json()["results"]
     candidate = result["candidates"][0]
@@ -182,6 +183,12 @@ def test_viewer_page_is_self_contained(client):
     assert '<textarea id="text" dir="auto"' in page and 'id="result" dir="auto"' in page
     assert "innerHTML" not in page and "http://" not in page and "https://" not in page
     assert "Array.from(text)" in page
+
+
+def test_a_form_or_text_body_is_told_to_be_json(client):
+    for sent in ({"data": {"text": "asthma"}}, {"content": b"asthma", "headers": {"content-type": "text/plain"}}):
+        error = _error(client.post("/link", **sent), 415)
+        assert error["error"] == "unsupported media type" and "Content-Type: application/json" in error["detail"]
 
 
 @pytest.mark.parametrize(
