@@ -64,10 +64,13 @@ def _record_id(line: bytes, path: Path, number: int, bundle_id: str | None) -> s
     provenance = record.get("provenance")
     linked_by = provenance.get("bundle") if isinstance(provenance, dict) else None
     if bundle_id is not None and linked_by is not None and linked_by != bundle_id:
-        raise InputFormatError(path, number, f"linked with bundle {linked_by}, and this run links with bundle "
-                                             f"{bundle_id}: resuming would mix the two in one output (give "
-                                             "--overwrite to start over, or another --output)")
+        raise InputFormatError(path, number, _mixed(linked_by, bundle_id))
     return record["id"]
+
+
+def _mixed(linked_by: str, bundle_id: str) -> str:
+    return (f"linked with bundle {linked_by}, and this run links with bundle {bundle_id}: resuming would mix the "
+            "two in one output (give --overwrite to start over, or another --output)")
 
 
 def brat_ids(directory: Path, bundle_id: str | None = None) -> set[str]:
@@ -76,9 +79,7 @@ def brat_ids(directory: Path, bundle_id: str | None = None) -> set[str]:
     ids = {path.relative_to(directory).with_suffix("").as_posix() for path in directory.rglob("*.ann")}
     linked_by = brat_bundle(directory)
     if ids and bundle_id is not None and linked_by is not None and linked_by != bundle_id:
-        raise InputFormatError(directory / BRAT_PROVENANCE, None, f"linked with bundle {linked_by}, and this run "
-                               f"links with bundle {bundle_id}: resuming would mix the two in one output (give "
-                               "--overwrite to start over, or another --output)")
+        raise InputFormatError(directory / BRAT_PROVENANCE, None, _mixed(linked_by, bundle_id))
     return ids
 
 

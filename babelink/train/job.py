@@ -233,7 +233,7 @@ class Job:
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "device": _device_name(self.device), "torch": torch.__version__,
             "pack": {k: self.manifest[k] for k in ("commit", "created", "base", "bytes")},
-            "code": {"fingerprint": packs.code_fingerprint(), "as_packed": self._as_packed()},
+            "code": self._code(),
             "budget": {"minutes": minutes, "max_steps": max_steps, "distractors": distractors},
             "plan": [asdict(stage) for stage in plan], "stages": {}, "evaluation": {},
             "kb_encoding": {}}
@@ -297,10 +297,11 @@ class Job:
         batch_size = 1024 if self.device.type == "cuda" else None
         return TransformerEncoder(checkpoint, settings_for(checkpoint, batch_size=batch_size), device=str(self.device))
 
-    def _as_packed(self) -> bool | None:
-        """Whether the code running is the code that built the pack (None: a pack that does not say)."""
-        packed = self.manifest.get("code")
-        return None if packed is None else packed == packs.code_fingerprint()
+    def _code(self) -> dict:
+        """The running code's fingerprint, and whether it is the code that built the pack (None: a
+        pack that does not say)."""
+        fingerprint, packed = packs.code_fingerprint(), self.manifest.get("code")
+        return {"fingerprint": fingerprint, "as_packed": None if packed is None else packed == fingerprint}
 
     def commit(self) -> str | None:
         """The pack's commit, marked `+code-changed` when other code runs: the run's own commit is unknown."""
