@@ -59,6 +59,25 @@ def test_words_are_linked_one_to_one_within_a_concept():
     assert spanish["hipertensión"] == ("hypertension",) and spanish["portal"] == ("portal",)
 
 
+
+def test_a_word_spelled_alike_outranks_a_stronger_association():
+    # "systemic" is in six concepts' English names, "systémique" in two French ones: by Dice alone
+    # "widespread", in exactly those two, would be its sense
+    pairs = [("Systemic widespread sclerosis", "Sclérose systémique"),
+             ("Systemic widespread vasculitis", "Vascularite systémique"),
+             *((f"Systemic {english}", f"{french} généralisée")
+               for english, french in [("infection", "infection"), ("edema", "œdème"), ("rash", "éruption"),
+                                       ("pain", "douleur")])]
+    builder = KnowledgeBaseBuilder()
+    for number, (english, french) in enumerate(pairs):
+        builder.add_name(f"C{number}", english, lang="en")
+        builder.add_name(f"C{number}", french, lang="fr")
+    knowledge_base = builder.build()
+    assert mine_lexicon(knowledge_base).entries("fr")["systémique"][0] == "systemic"
+    strict = mine_lexicon(knowledge_base, MiningParams(min_dice=0.9)).entries("fr")
+    assert strict["systémique"] == ("systemic",)  # a cognate is kept below the association asked for
+
+
 CHINESE = [
     ("Type 1 diabetes mellitus", "1型糖尿病"),
     ("Type 2 diabetes mellitus", "2型糖尿病"),
