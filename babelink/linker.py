@@ -28,6 +28,7 @@ from babelink.link.mentions import LinkedDocument
 from babelink.link.modifiers import concept_types
 from babelink.link.ngram_search import LinkedPart, ngram_search
 from babelink.link.records import NormalizedMention
+from babelink.link.settings import SETTINGS_KEY, settings_id
 from babelink.retrieve.calibration import (
     CALIBRATION_FILE,
     Calibration,
@@ -207,6 +208,14 @@ class Linker:
                               self.detector, self.calibration, linking.concept_types, linking.languages)
 
     @cached_property
+    def provenance(self) -> dict:
+        """What each linked document says about where it came from: the bundle's provenance and the
+        id of this linker's settings (`link.settings`)."""
+        settings = settings_id(self.link_params, name_filter=self.name_filter, detector=self.detector,
+                               context_filter=self.context_filter, model=self.model, calibrated=self.calibrated)
+        return {**self.bundle.provenance, SETTINGS_KEY: settings}
+
+    @cached_property
     def calibration(self) -> Calibration | None:
         """The calibrator (the bundle's own `calibration.json`, else the one shipped with
         babelink) bound to the bundle's name scripts; None for a linker made `calibrated=False`
@@ -290,8 +299,8 @@ class Linker:
 
     def link_documents(self, documents: Sequence[Document]) -> list[LinkedDocument]:
         """Link documents together (`lang` None: guessed from the text); a batch shares one
-        search per distinct span string. Each carries the bundle's provenance."""
-        return [replace(linked, provenance=self.bundle.provenance) for linked in self.documents.link(documents)]
+        search per distinct span string. Each carries the linker's `provenance`."""
+        return [replace(linked, provenance=self.provenance) for linked in self.documents.link(documents)]
 
     def link_stream(self, documents: Iterable[Document], batch_size: int = 16,
                     skip_invalid: bool = False) -> Iterator[LinkedDocument]:

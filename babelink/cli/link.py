@@ -132,8 +132,12 @@ def link(
         from babelink.bundle.default import default_bundle
         from babelink.bundle.store import load_bundle
         from babelink.corpus.ray_engine import link_with_ray
+        from babelink.link.documents import LinkParams
+        from babelink.link.settings import SETTINGS_KEY, settings_id
 
-        done = _resumed(output, output_format, overwrite, load_bundle(bundle or default_bundle()).provenance)
+        provenance = {**load_bundle(bundle or default_bundle()).provenance,
+                      SETTINGS_KEY: settings_id(LinkParams(**params), context_filter=context_filter)}
+        done = _resumed(output, output_format, overwrite, provenance)
         results = link_with_ray(documents, done, bundle=bundle, context_filter=context_filter, params=params,
                                 batch_size=batch_size, workers=ray_workers, address=ray_address)
     else:
@@ -142,7 +146,7 @@ def link(
         # loaded now; documents link lazily. Texts on the command line: start fast (no torch); a file: encode fast
         linker = Linker.open(bundle, filter=context_filter, ner=ner, name_filter=name_filter, model=model,
                              runtime="onnx" if texts else "torch", **params)
-        done = _resumed(output, output_format, overwrite, linker.bundle.provenance)
+        done = _resumed(output, output_format, overwrite, linker.provenance)
         vocabularies = linker.checked_vocabularies(codes) if codes else None
         results = _reporting_skips(linker.link_stream((d for d in documents if d.id not in done), batch_size,
                                                       skip_invalid))
@@ -154,10 +158,10 @@ def link(
 
 
 def _resumed(output: str, output_format: LinkFormat, overwrite: bool, provenance: dict) -> set[str]:
-    """The documents an earlier run of this bundle wrote to `output`, skipped by this one."""
+    """The documents an earlier run of this bundle and settings wrote to `output`, skipped by this one."""
     from babelink.corpus.resume import completed_ids
 
-    done = completed_ids(output, output_format.value, overwrite, provenance["bundle"])
+    done = completed_ids(output, output_format.value, overwrite, provenance)
     if done:
         typer.echo(f"resuming {output}: skipping {len(done):,} documents already linked (--overwrite to start over)",
                    err=True)

@@ -15,44 +15,46 @@ from pathlib import Path
 from typing import TextIO
 
 from babelink.errors import InputFormatError
-from babelink.eval.linking import BRAT_PROVENANCE, brat_bundle
+from babelink.eval.linking import BRAT_PROVENANCE, brat_provenance
 from babelink.formats import WRITERS
 from babelink.formats.document import Document
 from babelink.fsutil import atomic_output, is_stream, write_text_atomic
 from babelink.link.mentions import LinkedDocument
+from babelink.link.settings import SETTINGS_KEY
 
 RESUMABLE_FORMATS = ("jsonl", "brat")
 
 
-def completed_ids(output: str, output_format: str, overwrite: bool = False, bundle_id: str | None = None) -> set[str]:
+def completed_ids(output: str, output_format: str, overwrite: bool = False, provenance: dict | None = None) -> set[str]:
     """Ids of the documents an earlier run already wrote to `output` (none for stdout, a pipe or
     device, for whole-file formats, or with `overwrite`). Truncates a JSONL output's partial last
-    line. With `bundle_id` (`Bundle.provenance`), a JSONL record or brat directory another bundle
-    linked is an error: resuming would mix two bundles' answers in one output."""
+    line. With this run's `provenance` (`Linker.provenance`), a JSONL record or brat directory
+    linked by another bundle or with other settings is an error: resuming would mix two runs'
+    answers in one output."""
     if overwrite or output == "-" or output_format not in RESUMABLE_FORMATS:
         return set()
     if is_stream(output) or not Path(output).exists():
         return set()
-    return resume_jsonl(Path(output), bundle_id) if output_format == "jsonl" else brat_ids(Path(output), bundle_id)
+    return resume_jsonl(Path(output), provenance) if output_format == "jsonl" else brat_ids(Path(output), provenance)
 
 
-def resume_jsonl(path: Path, bundle_id: str | None = None) -> set[str]:
+def resume_jsonl(path: Path, provenance: dict | None = None) -> set[str]:
     """The ids of `path`'s complete lines (linked documents, and those that could not be), after
     cutting off a partial last line (a run killed mid-write: whatever follows the last newline,
-    even if it parses, is redone); records of a bundle other than `bundle_id` are refused. Reads
-    line by line: the output of a corpus need not fit in memory."""
+    even if it parses, is redone); records another run than `provenance`'s linked are refused
+    (`_mixed`). Reads line by line: the output of a corpus need not fit in memory."""
     ids, complete = set(), 0
     with path.open("rb+") as stream:
         for number, line in enumerate(stream, start=1):
             if not line.endswith(b"\n"):
                 stream.truncate(complete)
                 break
-            ids.add(_record_id(line, path, number, bundle_id))
+            ids.add(_record_id(line, path, number, provenance))
             complete += len(line)
     return ids
 
 
-def _record_id(line: bytes, path: Path, number: int, bundle_id: str | None) -> str:
+def _record_id(line: bytes, path: Path, number: int, provenance: dict | None) -> str:
     try:
         record = json.loads(line)
     except (json.JSONDecodeError, UnicodeDecodeError):
@@ -61,25 +63,35 @@ def _record_id(line: bytes, path: Path, number: int, bundle_id: str | None) -> s
     if not linked or not isinstance(record.get("id"), str):
         raise InputFormatError(path, number, "not a line of `babelink link` JSONL output: cannot resume "
                                              "into it (give --overwrite to replace the file)")
-    provenance = record.get("provenance")
-    linked_by = provenance.get("bundle") if isinstance(provenance, dict) else None
-    if bundle_id is not None and linked_by is not None and linked_by != bundle_id:
-        raise InputFormatError(path, number, _mixed(linked_by, bundle_id))
+    mixed = _mixed(record.get("provenance"), provenance)
+    if mixed is not None:
+        raise InputFormatError(path, number, mixed)
     return record["id"]
 
 
-def _mixed(linked_by: str, bundle_id: str) -> str:
-    return (f"linked with bundle {linked_by}, and this run links with bundle {bundle_id}: resuming would mix the "
-            "two in one output (give --overwrite to start over, or another --output)")
+def _mixed(linked_by: object, provenance: dict | None) -> str | None:
+    """Why output linked as `linked_by` says cannot take this run's answers (`provenance`), if it
+    cannot: another bundle, or other settings (`link.settings`). Output that does not say how it
+    was linked (written before babelink recorded it) is taken as it is."""
+    if provenance is None or not isinstance(linked_by, dict):
+        return None
+    settings_differ = (" (--min-probability, --keep-modifiers, --types, --sources, --langs, --ner, --filter or "
+                       "--model differ)")
+    for key, what, differs in (("bundle", "bundle", ""), (SETTINGS_KEY, "settings", settings_differ)):
+        if linked_by.get(key) is not None and linked_by.get(key) != provenance.get(key):
+            return (f"linked with {what} {linked_by[key]}, and this run links with {what} {provenance.get(key)}"
+                    f"{differs}: resuming would mix the two in one output (give --overwrite to start over, or "
+                    "another --output)")
+    return None
 
 
-def brat_ids(directory: Path, bundle_id: str | None = None) -> set[str]:
+def brat_ids(directory: Path, provenance: dict | None = None) -> set[str]:
     """Ids of the documents whose `.ann` exists under `directory` (written last, atomically); a
-    directory another bundle than `bundle_id` linked (`BRAT_PROVENANCE`) is refused."""
+    directory another run than `provenance`'s linked (`BRAT_PROVENANCE`) is refused."""
     ids = {path.relative_to(directory).with_suffix("").as_posix() for path in directory.rglob("*.ann")}
-    linked_by = brat_bundle(directory)
-    if ids and bundle_id is not None and linked_by is not None and linked_by != bundle_id:
-        raise InputFormatError(directory / BRAT_PROVENANCE, None, _mixed(linked_by, bundle_id))
+    mixed = _mixed(brat_provenance(directory), provenance) if ids else None
+    if mixed is not None:
+        raise InputFormatError(directory / BRAT_PROVENANCE, None, mixed)
     return ids
 
 

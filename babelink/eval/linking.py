@@ -30,7 +30,7 @@ from babelink.textio import iter_lines, json_line
 
 #: The document infon that names the bundle which linked a document (BioC output; JSONL `provenance`).
 BUNDLE_INFON = "babelink_bundle"
-#: A brat output directory's record of the bundle that linked it (`Bundle.provenance` as JSON).
+#: A brat output directory's record of the bundle and settings that linked it (`Linker.provenance` as JSON).
 BRAT_PROVENANCE = "babelink-provenance.json"
 _DETECTED = "mention"  # the one "concept" of every span in detection scores
 
@@ -49,14 +49,14 @@ def read_predictions(path: str | Path) -> Predictions:
     path = Path(path)
     if path.suffix.lower() == ".jsonl":
         return _read_linked_jsonl(path)
-    bundle = brat_bundle(path) if path.is_dir() else None
-    infons = ((BUNDLE_INFON, bundle),) if bundle is not None else ()
+    provenance = brat_provenance(path) if path.is_dir() else None
+    infons = ((BUNDLE_INFON, provenance["bundle"]),) if provenance is not None else ()
     return Predictions(tuple(replace(document, infons=(*document.infons, *infons))
                              for document in read_documents(path)))
 
 
-def brat_bundle(directory: Path) -> str | None:
-    """The bundle that linked the brat directory `directory` (`BRAT_PROVENANCE`), if it says."""
+def brat_provenance(directory: Path) -> dict | None:
+    """The provenance of the brat directory `directory`'s documents (`BRAT_PROVENANCE`), if it says."""
     try:
         provenance = json.loads((directory / BRAT_PROVENANCE).read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -64,10 +64,9 @@ def brat_bundle(directory: Path) -> str | None:
     except (OSError, ValueError) as error:
         raise InputFormatError(directory / BRAT_PROVENANCE, None,
                                f"not babelink's record of a bundle: {error}") from None
-    bundle = provenance.get("bundle") if isinstance(provenance, dict) else None
-    if not isinstance(bundle, str):
+    if not isinstance(provenance, dict) or not isinstance(provenance.get("bundle"), str):
         raise InputFormatError(directory / BRAT_PROVENANCE, None, 'expected {"bundle": …} (a bundle provenance)')
-    return bundle
+    return provenance
 
 
 def _read_linked_jsonl(path: Path) -> Predictions:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 
 from babelink.eval.linking import BUNDLE_INFON
 from babelink.formats.document import Annotation, Document
+from babelink.link.settings import SETTINGS_KEY
 from babelink.retrieve.candidate import Candidate
 
 
@@ -62,11 +63,13 @@ class LinkedMention:
 
 
 def provenance_infons(provenance: dict | None) -> tuple[tuple[str, str], ...]:
-    """`Bundle.provenance` as flat BioC document infons."""
+    """`Linker.provenance` as flat BioC document infons."""
     if provenance is None:
         return ()
+    settings = (("babelink_settings", provenance[SETTINGS_KEY]),) if SETTINGS_KEY in provenance else ()
     return ((BUNDLE_INFON, provenance["bundle"]), ("babelink_kb", provenance["kb"]["name"]),
-            ("babelink_kb_version", provenance["kb"]["version"]), ("babelink_version", provenance["babelink"]))
+            ("babelink_kb_version", provenance["kb"]["version"]), ("babelink_version", provenance["babelink"]),
+            *settings)
 
 
 @dataclass(frozen=True)
@@ -74,7 +77,7 @@ class LinkedDocument:
     id: str
     text: str
     mentions: tuple[LinkedMention, ...] = field(default=())
-    provenance: dict | None = None  # `Bundle.provenance` of the bundle that linked it
+    provenance: dict | None = None  # `Linker.provenance` of the linker that linked it
     error: str | None = None  # why it could not be linked (`Linker.link_stream(skip_invalid=True)`)
 
     def in_vocabularies(self, vocabularies: Collection[str]) -> LinkedDocument:

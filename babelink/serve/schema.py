@@ -56,6 +56,9 @@ class ProvenanceOut(BaseModel):
     bundle: str = Field(description="Short id of the bundle build (from its manifest's hash).")
     kb: KbOut
     babelink: str = Field(description="The babelink version that answered.")
+    settings: str | None = Field(None, description="Short id of the settings that linked a document (link "
+                                                   "parameters, name filter, detector, filter or model); "
+                                                   "documents only.")
 
 
 class NormalizeResult(BaseModel):

@@ -9,6 +9,8 @@ import pytest
 from support import MRCONSO, babelink
 
 from babelink.bundle.store import kb_identity, load_bundle
+from babelink.link.documents import LinkParams
+from babelink.link.settings import settings_id
 
 
 @pytest.fixture(scope="module")
@@ -39,10 +41,14 @@ def test_every_output_format_carries_provenance(bundle, tmp_path):
     normalized = json.loads(babelink("normalize", "--bundle", bundle, "asthma").stdout)
     assert normalized["provenance"] == expected
     linked = json.loads(babelink("link", "--bundle", bundle, "Asthma and diabetes mellitus.").stdout)
-    assert linked["provenance"] == expected
+    assert linked["provenance"] == {**expected, "settings": settings_id(LinkParams())}
+    keeping = json.loads(babelink("link", "--bundle", bundle, "--keep-modifiers", "Asthma.").stdout)["provenance"]
+    assert keeping == {**expected, "settings": settings_id(LinkParams(modifier_types=frozenset()))}
+    assert keeping["settings"] != linked["provenance"]["settings"]
     bioc = babelink("link", "--bundle", bundle, "--format", "bioc", "Asthma.").stdout
     assert f'<infon key="babelink_bundle">{expected["bundle"]}</infon>' in bioc
     assert '<infon key="babelink_kb_version">2024AA</infon>' in bioc
+    assert f'<infon key="babelink_settings">{linked["provenance"]["settings"]}</infon>' in bioc
     info = json.loads(babelink("info", "--bundle", bundle).stdout)
     assert info["provenance"] == expected and info["manifest"]["kb"]["source"]["version"] == "2024AA"
 
@@ -57,8 +63,12 @@ def test_rest_and_spacy_carry_provenance(bundle):
     client = TestClient(create_app(linker))
     assert client.post("/normalize", json={"mentions": ["asthma"]}).json()["results"][0]["provenance"] == (
         linker.bundle.provenance)
-    assert client.post("/link", json={"text": "asthma"}).json()["provenance"] == linker.bundle.provenance
+    assert client.post("/link", json={"text": "asthma"}).json()["provenance"] == linker.provenance
+    assert linker.provenance == {**linker.bundle.provenance, "settings": settings_id(LinkParams())}
+    filtered = client.post("/link", json={"text": "asthma", "langs": ["en"]}).json()["provenance"]
+    assert filtered["bundle"] == linker.bundle.provenance["bundle"]
+    assert filtered["settings"] != linker.provenance["settings"]  # a name filter links otherwise
     spacy = pytest.importorskip("spacy")
     nlp = spacy.blank("en")
     nlp.add_pipe("babelink", config={"bundle": str(bundle)})
-    assert nlp("He has asthma.")._.babelink_provenance == linker.bundle.provenance
+    assert nlp("He has asthma.")._.babelink_provenance == linker.provenance

@@ -14,6 +14,8 @@ from support import babelink
 from babelink.bundle.store import build_bundle, load_bundle
 from babelink.corpus.resume import resume_jsonl
 from babelink.kb.base import KnowledgeBaseBuilder
+from babelink.link.documents import LinkParams
+from babelink.link.settings import settings_id
 
 NAMES = {
     "C0011849": ["Diabetes mellitus", "Diabetes", "糖尿病", "סוכרת"],
@@ -112,6 +114,23 @@ def test_an_output_of_another_bundle_is_not_resumed_into(corpus, tmp_path):
     assert "resuming would mix the two" in result.stderr and output.read_text(encoding="utf-8").count("\n") == 5
 
 
+@pytest.mark.parametrize("output_format", ["jsonl", "brat"])
+def test_an_output_linked_with_other_settings_is_not_resumed_into(corpus, tmp_path, output_format):
+    bundle, _, lines, _ = corpus
+    (tmp_path / "small.jsonl").write_text("".join(lines[:3]), encoding="utf-8")
+    output = tmp_path / "out"
+    command = ("link", "-b", bundle, "-i", tmp_path / "small.jsonl", "-o", output, "--format", output_format)
+    assert babelink(*command, "--min-probability", "0.3").returncode == 0
+    written = sorted(output.rglob("*")) if output.is_dir() else output.read_text(encoding="utf-8")
+    for other in (["--keep-modifiers", "--min-probability", "0.3"], []):
+        refused = babelink(*command, *other)
+        assert refused.returncode == 1 and "linked with settings " in refused.stderr, refused.stderr
+        assert "resuming would mix the two" in refused.stderr and "Traceback" not in refused.stderr
+    assert (sorted(output.rglob("*")) if output.is_dir() else output.read_text(encoding="utf-8")) == written
+    resumed = babelink(*command, "--min-probability", "0.3")
+    assert resumed.returncode == 0 and "skipping 3 documents" in resumed.stderr, resumed.stderr
+
+
 def test_a_document_that_could_not_be_linked_is_resumed_past(corpus, tmp_path):
     bundle, _, lines, _ = corpus
     inputs = tmp_path / "in.jsonl"
@@ -130,7 +149,8 @@ def test_brat_output_skips_finished_documents(corpus, tmp_path):
     assert result.returncode == 0, result.stderr
     first = {path.name: path.read_text(encoding="utf-8") for path in directory.iterdir()}
     assert len(first) == 81 and not [name for name in first if name.startswith(".")]
-    assert json.loads(first["babelink-provenance.json"]) == load_bundle(bundle).provenance
+    assert json.loads(first["babelink-provenance.json"]) == {**load_bundle(bundle).provenance,
+                                                             "settings": settings_id(LinkParams())}
     (directory / "doc-03.ann").unlink()  # killed before its .ann was renamed into place
     (directory / "doc-04.ann").write_text("kept\n", encoding="utf-8")
     result = babelink("link", "-b", bundle, "-i", corpus_path, "-o", directory, "--format", "brat")
