@@ -10,13 +10,13 @@ Each foreign word keeps its best English words as senses, best first, so "hipert
 as "hypertension" and "agudo" as "acute".
 
 Association alone misleads where an English word is common and its foreign twin rare: French
-"systémique" met "pseudoscleroderma" in more concepts, proportionally, than "systemic", which
-half the KB's English names use. Medical words are mostly shared Greek and Latin, so a pair that
-is spelled alike is evidence of its own: a cognate pair (the same word once accents are folded,
-or the same first `COGNATE_PREFIX` letters, Simard, Foster & Isabelle 1992) links before any
-other pair of its concept and ranks above the other senses. Against the MUSE dictionaries, the
-first sense of the mined Latin-script words that MUSE lists is right 5 to 10 points more often
-(benchmarks/log/notes.md, 2026-11-28).
+"systémique" met "pseudoscleroderma" in more concepts, proportionally, than "systemic", which far
+more English names use. Medical words are mostly shared Greek and Latin, so a pair spelled alike is
+evidence of its own: a cognate pair (the same word once accents are folded, or the same first
+letters, Simard, Foster & Isabelle 1992; `MiningParams.cognate_prefix`) links before any other
+pair of its concept and ranks above the other senses. Of the mined Latin-script words that the
+MUSE dictionaries list, up to 10 points more have a first sense MUSE gives
+(benchmarks/mined_lexicon.py).
 
 Chinese and Japanese names have no spaces to split words on, and the segmentation a lexicon is
 meant to provide is not there yet: their Han runs give every character n-gram of up to
@@ -61,8 +61,6 @@ PHRASE_SHARE = 0.9
 #: Where one concept's candidate word occurs in its names: (name number, first character, end).
 #: Empty for words of spaced names, which are whole tokens and cannot overlap.
 Occurrences = tuple[tuple[int, int, int], ...]
-#: Letters two words must begin with alike to be taken for cognates (Simard et al. 1992).
-COGNATE_PREFIX = 4
 #: The lexicon source's file name in the manifest.
 MINED = "mined from the KB's names"
 
@@ -70,11 +68,14 @@ MINED = "mined from the KB's names"
 @dataclass(frozen=True)
 class MiningParams:
     """`min_dice`: weakest association kept; `min_concepts`: concepts a pair must share (one shared
-    concept is chance); `senses`: English words kept per foreign word, best first."""
+    concept is chance); `senses`: English words kept per foreign word, best first;
+    `cognate_prefix`: letters two words must begin with alike to be taken for cognates (Simard et
+    al. 1992; 0: association alone)."""
 
     min_dice: float = 0.2
     min_concepts: int = 2
     senses: int = 3
+    cognate_prefix: int = 4
 
 
 def mine_lexicon(kb: KnowledgeBase, params: MiningParams = MiningParams()) -> Lexicon:
@@ -164,10 +165,14 @@ def _mine_language(words_by_concept: dict[str, dict[str, dict[str, Occurrences]]
         return 2 * count / (foreign_counts[pair[0]] + english_counts[pair[1]])
 
     folded = {word: fold_accents(word) for word in foreign_counts}
+
+    def cognates(foreign: str, english: str) -> bool:
+        return params.cognate_prefix > 0 and _cognates(folded[foreign], english, params.cognate_prefix)
+
     links: Counter[tuple[str, str]] = Counter()
     for foreign, english, phrases in aligned:
         pairs = sorted(((f, e) for f in foreign for e in english),
-                       key=lambda pair: (not _cognates(folded[pair[0]], pair[1]), -dice(pair, together[pair]),
+                       key=lambda pair: (not cognates(*pair), -dice(pair, together[pair]),
                                          -len(pair[0]) * bool(foreign[pair[0]]), pair))
         taken_foreign: set[str] = set()
         taken_english: set[str] = set()
@@ -186,19 +191,18 @@ def _mine_language(words_by_concept: dict[str, dict[str, dict[str, Occurrences]]
             taken_chars.update((n, char) for n, start, end in free for char in range(start, end))
     scored: dict[str, list[tuple[bool, float, int, str]]] = defaultdict(list)
     for pair, count in links.items():
-        cognate = _cognates(folded[pair[0]], pair[1])
+        cognate = cognates(*pair)
         if count >= params.min_concepts and ((score := dice(pair, count)) >= params.min_dice or cognate):
             scored[pair[0]].append((not cognate, -score, -count, pair[1]))
     return {foreign: tuple(english for *_, english in sorted(found)[: params.senses])
             for foreign, found in sorted(scored.items())}
 
 
-def _cognates(folded: str, english: str) -> bool:
+def _cognates(folded: str, english: str, prefix: int) -> bool:
     """Whether a foreign word (accents folded) and an English word are spelled alike enough to be
-    one word: equal, or both of `COGNATE_PREFIX` letters or more and beginning alike
-    ("systemique", "systemic"). Never true across scripts."""
-    return folded == english or (len(folded) >= COGNATE_PREFIX <= len(english)
-                                 and folded[:COGNATE_PREFIX] == english[:COGNATE_PREFIX])
+    one word: equal, or both of `prefix` letters or more and beginning alike ("systemique",
+    "systemic"). Never true across scripts."""
+    return folded == english or (len(folded) >= prefix <= len(english) and folded[:prefix] == english[:prefix])
 
 
 def _phrase_around(foreign: str, word: str, phrases: Iterable[str], taken: set[str], others: Iterable[str],
