@@ -105,6 +105,7 @@ HEADLINES = (
                              "hybrid + KB-mined translations", key="set")),
     Headline("Translation lexicons in languages without annotated data", "normalization", "lexicon_lookups.py",
              "language"),
+    Headline("The KB-mined lexicon against the MUSE dictionaries", "normalization", "mined_lexicon.py", "language"),
     Headline("Calibrated link decisions and translation, leave-one-language-out", "calibration", "calibrate.py",
              "decision", summary=Summary("decision", "strict F1", ("cosine ≥ 0.98 with translation, modifiers left",),
                                          "today", key="corpus")),
