@@ -12,11 +12,11 @@ as "hypertension" and "agudo" as "acute".
 Association alone misleads where an English word is common and its foreign twin rare: French
 "systémique" met "pseudoscleroderma" in more concepts, proportionally, than "systemic", which far
 more English names use. Medical words are mostly shared Greek and Latin, so a pair spelled alike is
-evidence of its own: a cognate pair (the same word once accents are folded, or the same first
-letters, Simard, Foster & Isabelle 1992; `MiningParams.cognate_prefix`) links before any other
-pair of its concept and ranks above the other senses. Of the mined Latin-script words that the
-MUSE dictionaries list, up to 10 points more have a first sense MUSE gives
-(benchmarks/mined_lexicon.py).
+evidence of its own: the same word once accents are folded ("arterial" in a Spanish and an English
+name of one concept: once is enough), then cognates (the same first letters, Simard, Foster &
+Isabelle 1992; `MiningParams.cognate_prefix`) link before any other pair of their concept and rank
+above the other senses. Of the mined Latin-script words that the MUSE dictionaries list, up to 14
+points more have a first sense MUSE gives (benchmarks/mined_lexicon.py).
 
 Chinese and Japanese names have no spaces to split words on, and the segmentation a lexicon is
 meant to provide is not there yet: their Han runs give every character n-gram of up to
@@ -61,6 +61,8 @@ PHRASE_SHARE = 0.9
 #: Where one concept's candidate word occurs in its names: (name number, first character, end).
 #: Empty for words of spaced names, which are whole tokens and cannot overlap.
 Occurrences = tuple[tuple[int, int, int], ...]
+#: How alike a pair is spelled (`_kinship`): the same word, or cognates.
+SAME_WORD, COGNATES = 2, 1
 #: The lexicon source's file name in the manifest.
 MINED = "mined from the KB's names"
 
@@ -70,7 +72,7 @@ class MiningParams:
     """`min_dice`: weakest association kept; `min_concepts`: concepts a pair must share (one shared
     concept is chance); `senses`: English words kept per foreign word, best first;
     `cognate_prefix`: letters two words must begin with alike to be taken for cognates (Simard et
-    al. 1992; 0: association alone)."""
+    al. 1992; 0: association alone, not even the same word)."""
 
     min_dice: float = 0.2
     min_concepts: int = 2
@@ -146,8 +148,9 @@ def _mine_language(words_by_concept: dict[str, dict[str, dict[str, Occurrences]]
     "infarto" and "miocardio" have taken "infarction" and "myocardial", although it co-occurs
     with all three; a Han n-gram links only where none of its characters is taken, and takes the
     English phrase around its word where it nearly always meets the phrase (`_phrase_around`).
-    Cognate pairs link first. A sense's score is the Dice coefficient of its links; cognate senses
-    come first, and are kept below `min_dice`."""
+    The same word links first, then cognates, then the rest. A sense's score is the Dice
+    coefficient of its links; the same word comes first, then cognates, both kept below `min_dice`,
+    and the same word from a single concept."""
     aligned = []
     for by_lang in words_by_concept.values():
         if by_lang.get(lang) and by_lang.get("en"):
@@ -166,13 +169,13 @@ def _mine_language(words_by_concept: dict[str, dict[str, dict[str, Occurrences]]
 
     folded = {word: fold_accents(word) for word in foreign_counts}
 
-    def cognates(foreign: str, english: str) -> bool:
-        return params.cognate_prefix > 0 and _cognates(folded[foreign], english, params.cognate_prefix)
+    def kinship(foreign: str, english: str) -> int:
+        return _kinship(folded[foreign], english, params.cognate_prefix)
 
     links: Counter[tuple[str, str]] = Counter()
     for foreign, english, phrases in aligned:
         pairs = sorted(((f, e) for f in foreign for e in english),
-                       key=lambda pair: (not cognates(*pair), -dice(pair, together[pair]),
+                       key=lambda pair: (-kinship(*pair), -dice(pair, together[pair]),
                                          -len(pair[0]) * bool(foreign[pair[0]]), pair))
         taken_foreign: set[str] = set()
         taken_english: set[str] = set()
@@ -191,18 +194,22 @@ def _mine_language(words_by_concept: dict[str, dict[str, dict[str, Occurrences]]
             taken_chars.update((n, char) for n, start, end in free for char in range(start, end))
     scored: dict[str, list[tuple[bool, float, int, str]]] = defaultdict(list)
     for pair, count in links.items():
-        cognate = cognates(*pair)
-        if count >= params.min_concepts and ((score := dice(pair, count)) >= params.min_dice or cognate):
-            scored[pair[0]].append((not cognate, -score, -count, pair[1]))
+        kin, score = kinship(*pair), dice(pair, count)
+        if (count >= params.min_concepts or kin == SAME_WORD) and (score >= params.min_dice or kin):
+            scored[pair[0]].append((-kin, -score, -count, pair[1]))
     return {foreign: tuple(english for *_, english in sorted(found)[: params.senses])
             for foreign, found in sorted(scored.items())}
 
 
-def _cognates(folded: str, english: str, prefix: int) -> bool:
-    """Whether a foreign word (accents folded) and an English word are spelled alike enough to be
-    one word: equal, or both of `prefix` letters or more and beginning alike ("systemique",
-    "systemic"). Never true across scripts."""
-    return folded == english or (len(folded) >= prefix <= len(english) and folded[:prefix] == english[:prefix])
+def _kinship(folded: str, english: str, prefix: int) -> int:
+    """How alike a foreign word (accents folded) and an English word are spelled: `SAME_WORD`,
+    `COGNATES` (both of `prefix` letters or more and beginning alike: "systemique", "systemic"),
+    or 0; always 0 across scripts, and with `prefix` 0 (association alone)."""
+    if prefix <= 0:
+        return 0
+    if folded == english:
+        return SAME_WORD
+    return COGNATES if len(folded) >= prefix <= len(english) and folded[:prefix] == english[:prefix] else 0
 
 
 def _phrase_around(foreign: str, word: str, phrases: Iterable[str], taken: set[str], others: Iterable[str],

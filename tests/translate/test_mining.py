@@ -76,6 +76,9 @@ def test_a_word_spelled_alike_outranks_a_stronger_association():
     assert mine_lexicon(knowledge_base).entries("fr")["systémique"][0] == "systemic"
     strict = mine_lexicon(knowledge_base, MiningParams(min_dice=0.9)).entries("fr")
     assert strict["systémique"] == ("systemic",)  # a cognate is kept below the association asked for
+    french = mine_lexicon(knowledge_base).entries("fr")
+    assert french["infection"] == ("infection",)  # the same word: one concept is evidence enough
+    assert "vascularite" not in french  # a cognate, but in one concept only
 
 
 CHINESE = [
