@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 from babelink.errors import InvalidInputError
@@ -18,11 +19,6 @@ UMLS_TO_ISO = {
     "RUM": "ro", "SLV": "sl", "SRP": "sr", "GLE": "ga", "ICE": "is", "MAY": "ms", "IND": "id",
 }
 
-# ISO 639-2/T (and 639-3) codes of those languages where they differ from UMLS's 639-2/B ones.
-TERMINOLOGY_TO_ISO = {
-    "CES": "cs", "DEU": "de", "ELL": "el", "EUS": "eu", "FAS": "fa", "FRA": "fr", "ISL": "is",
-    "MSA": "ms", "NLD": "nl", "RON": "ro", "SLK": "sk", "ZHO": "zh",
-}
 #: Every ISO 639-1 code: a two-letter code outside it ("zz", "qq") is a typo, not a language.
 ISO_639_1 = frozenset({
     "aa", "ab", "ae", "af", "ak", "am", "an", "ar", "as", "av", "ay", "az", "ba", "be", "bg", "bh", "bi", "bm",
@@ -39,6 +35,8 @@ ISO_639_1 = frozenset({
 })
 #: Withdrawn ISO 639-1 codes that software still writes (Java's `Locale` gives "iw" and "in").
 WITHDRAWN_ISO_639_1 = {"iw": "he", "in": "id", "ji": "yi", "jw": "jv", "mo": "ro", "sh": "hr"}
+#: ISO 639-2's codes for no one language: undetermined, multiple, no linguistic content, uncoded.
+UNKNOWN = frozenset({"und", "mul", "zxx", "mis"})
 #: A language subtag (2–3 letters) and optionally a region or script (`pt-BR`, `zh_Hans_CN`).
 _LANGUAGE_TAG = re.compile(r"([A-Za-z]{2,3})(?:[-_][A-Za-z0-9]{2,8})*")
 
@@ -51,19 +49,34 @@ def to_iso(code: str) -> str:
 
 
 def _iso_of(tag: re.Match) -> str:
-    language = tag.group(1).upper()
-    iso = UMLS_TO_ISO.get(language) or TERMINOLOGY_TO_ISO.get(language) or language.lower()
-    return WITHDRAWN_ISO_639_1.get(iso, iso)
+    """A two-letter code stays (withdrawn ones renamed); a three-letter one is UMLS's, or the ISO
+    639-1 code of its language or macrolanguage where there is one (`cat` → `ca`, Mandarin `cmn`
+    → `zh`, Standard Arabic `arb` → `ar`, by the CLDR data of `langcodes`), else itself."""
+    language = tag.group(1).lower()
+    if len(language) == 2:
+        return WITHDRAWN_ISO_639_1.get(language, language)
+    return UMLS_TO_ISO.get(language.upper()) or _two_letters(language)
+
+
+@functools.cache
+def _two_letters(language: str) -> str:
+    import langcodes  # 40 ms: only for three-letter codes
+
+    iso = langcodes.standardize_tag(language, macro=True).split("-")[0]
+    return iso if len(iso) == 2 else language
 
 
 def check_language(code: str | None, field: str = "lang") -> str | None:
-    """A language a user gave (None: unknown) in babelink's form, or an error naming `field`: a
-    word such as "english", or a two-letter code no language has ("zz"), would otherwise pass as a
-    code babelink has no stop words or lexicon for, and change the answer without a word. Three-
-    letter codes are not checked further: ISO 639-3 names thousands of languages."""
+    """A language a user gave (None, or one of ISO 639-2's `UNKNOWN` codes: guess it) in babelink's
+    form, or an error naming `field`: a word such as "english", or a two-letter code no language
+    has ("zz"), would otherwise pass as a code babelink has no stop words or lexicon for, and
+    change the answer without a word. Three-letter codes are not checked further: ISO 639-3
+    names thousands of languages."""
     if code is None:
         return None
     tag = _LANGUAGE_TAG.fullmatch(code.strip()) if isinstance(code, str) else None
+    if tag is not None and tag.group(1).lower() in UNKNOWN:
+        return None
     iso = None if tag is None else _iso_of(tag)
     if iso is None or (len(iso) == 2 and iso not in ISO_639_1):
         raise InvalidInputError(f"{field}: {code!r} is not a language code (ISO 639-1 such as 'en', "

@@ -226,6 +226,11 @@ class Linker:
         calibrator = Calibrator.load(own if CALIBRATION_FILE in self.bundle.manifest["files"] else None)
         return Calibration(calibrator, self.bundle.scripts)
 
+    @property
+    def languages(self) -> frozenset[str]:
+        """The languages the bundle reads: those of its names and of its translation lexicons."""
+        return self._linking.languages
+
     def checked_vocabularies(self, wanted: Iterable[str]) -> tuple[str, ...]:
         """`wanted` vocabularies (each a name or comma-separated names), in order, checked against
         those the bundle's concepts have codes in: one it has none in is an `InvalidInputError`

@@ -23,15 +23,28 @@ MAX_MENTION_CHARS = 1000
 _SPACE = re.compile(r"\s+")
 _WORDS = re.compile(r"[^\W_]+")
 # Punctuation (P*), symbols (S*) and control characters become spaces: "Trichter-" == "trichter".
-_DELIMITER_CATEGORIES = frozenset({"Pc", "Pd", "Ps", "Pe", "Pi", "Pf", "Po", "Sm", "Sc", "Sk", "So", "Cc", "Cf"})
+_DELIMITER_CATEGORIES = frozenset({"Pc", "Pd", "Ps", "Pe", "Pi", "Pf", "Po", "Sm", "Sc", "Sk", "So", "Cc"})
+#: Characters a word may hold that do not change it: invisible format characters inside a word (a
+#: soft hyphen from HTML or a PDF, joiners, directional marks; the zero-width space is a space),
+#: Arabic vowel marks and tatweel, Hebrew points, which writers add or leave out at will.
+_SILENT = regex.compile(r"[\p{Cf}--\u200b]|[\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06dc\u06df-\u06e4"
+                        r"\u06e7\u06e8\u06ea-\u06ed\u0640\u0591-\u05bd\u05bf\u05c1\u05c2\u05c4\u05c5\u05c7]",
+                        regex.V1)
 
 
 class _DelimiterTable(dict):
-    """`str.translate` table mapping delimiters to spaces, filled lazily per code point."""
+    """`str.translate` table mapping delimiters (and the zero-width space) to spaces and `_SILENT`
+    characters to nothing, filled lazily per code point."""
 
-    def __missing__(self, code_point: int) -> int:
-        is_delimiter = unicodedata.category(chr(code_point)) in _DELIMITER_CATEGORIES
-        self[code_point] = value = 0x20 if is_delimiter else code_point
+    def __missing__(self, code_point: int) -> int | None:
+        char = chr(code_point)
+        if _SILENT.match(char):
+            value = None
+        elif unicodedata.category(char) in _DELIMITER_CATEGORIES or char == "\u200b":
+            value = 0x20
+        else:
+            value = code_point
+        self[code_point] = value
         return value
 
 
@@ -47,8 +60,8 @@ def _traditional_to_simplified():
 
 
 def normalize_name(text: str) -> str:
-    """NFKC, case-folded, Han folded to simplified, delimiters replaced by spaces, whitespace
-    collapsed and stripped."""
+    """NFKC, case-folded, Han folded to simplified, delimiters replaced by spaces, characters that
+    leave a word as it is removed ("hyper\u00adtension", "حُمَّى"), whitespace collapsed and stripped."""
     folded = unicodedata.normalize("NFKC", text).casefold()
     # Only Han runs reach OpenCC: it rejects lone surrogates, and its t2s phrases are all Han.
     folded = _HAN_RUN.sub(lambda run: _traditional_to_simplified().convert(run[0]), folded)
@@ -118,3 +131,17 @@ def comma_list(values: Iterable[str] | None) -> tuple[str, ...]:
     """Option values, each one code or comma-separated codes (`--types T047 --types T191,T048`) →
     the codes, stripped, blank ones left out, in order, each once."""
     return tuple(dict.fromkeys(part.strip() for value in values or () for part in value.split(",") if part.strip()))
+
+
+def script_of(text: str) -> str:
+    """The Unicode script of the first letter (LATIN, CJK, HIRAGANA, CYRILLIC, …), '' without letters."""
+    for char in text:
+        if char.isalpha():
+            return _script_of_letter(char)
+    return ""
+
+
+@functools.cache
+def _script_of_letter(char: str) -> str:
+    # cached: a build takes the script of each of its name strings (`retrieve.calibration.script_shares`)
+    return unicodedata.name(char, "UNKNOWN").split(" ")[0]

@@ -13,6 +13,15 @@ from typing import BinaryIO
 from babelink.errors import InputFormatError
 
 
+def format_suffix(path: str | Path) -> str:
+    """The suffix that names a file's format, lower-cased, behind a `.gz` (which `iter_lines`
+    reads through): ".jsonl" for `m.JSONL` and `m.jsonl.gz`."""
+    suffixes = [suffix.lower() for suffix in Path(path).suffixes]
+    if suffixes and suffixes[-1] == ".gz":
+        suffixes.pop()
+    return suffixes[-1] if suffixes else ""
+
+
 def iter_lines(path: str | Path) -> Iterator[tuple[int, str]]:
     """Yield (1-based line number, line without its newline); never holds the whole file.
 

@@ -22,7 +22,10 @@ from babelink.text import MAX_MENTION_CHARS, holds_capitals, normalize_name, nor
         ("黃斑部水腫", "黄斑部水肿"),
         ("アルサス型反応", "アルサス型反応"),  # kana and Japanese-only kanji are left alone
         ("שלום, עולם", "שלום עולם"),
-        ("a\u200bb\tc", "a b c"),  # format characters and tabs are delimiters
+        ("a\u200bb\tc", "a b c"),  # the zero-width space and tabs are delimiters
+        ("hyper\u00adten\u200dsion\ufeff", "hypertension"),  # soft hyphen, joiner, BOM: the word is one
+        ("حُمَّى الكُولِيرا", "حمى الكوليرا"), ("حمـــى", "حمى"),  # Arabic vowel marks and tatweel
+        ("שָׁלוֹם", "שלום"),  # Hebrew points
         ("!!!", ""),
     ],
 )
@@ -56,8 +59,10 @@ def test_language_codes():
 
 @pytest.mark.parametrize(("given", "expected"), [
     ("en", "en"), (" EN ", "en"), ("ENG", "en"), ("eng", "en"), ("en-US", "en"), ("pt_BR", "pt"),
-    ("zh-Hans-CN", "zh"), ("FRE", "fr"), ("fra", "fr"), ("deu", "de"), ("yor", "yor"), (None, None),
+    ("zh-Hans-CN", "zh"), ("FRE", "fr"), ("fra", "fr"), ("deu", "de"), ("yor", "yo"), ("haw", "haw"), (None, None),
     ("iw", "he"), ("in-ID", "id"), ("yo", "yo"),
+    ("cmn", "zh"), ("arb", "ar"), ("cat", "ca"), ("glg", "gl"), ("nob", "nb"), ("cmn-Hans", "zh"),  # CLDR
+    ("und", None), ("MUL", None), ("zxx", None),  # no one language: guessed
 ])
 def test_language_codes_a_user_types(given, expected):
     assert check_language(given) == expected
@@ -76,7 +81,7 @@ def test_check_language_gives_a_short_code_or_a_clear_error(text):
     except InvalidInputError as error:
         assert str(error).startswith("lang: ")
     else:
-        assert code.isascii() and code.isalpha() and code.islower() and 2 <= len(code) <= 3
+        assert code is None or (code.isascii() and code.isalpha() and code.islower() and 2 <= len(code) <= 3)
 
 
 @pytest.mark.parametrize(("mention", "holds"), [

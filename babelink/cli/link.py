@@ -146,6 +146,10 @@ def link(
         # loaded now; documents link lazily. Texts on the command line: start fast (no torch); a file: encode fast
         linker = Linker.open(bundle, filter=context_filter, ner=ner, name_filter=name_filter, model=model,
                              runtime="onnx" if texts else "torch", **params)
+        if lang is not None and lang not in linker.languages:
+            typer.echo(f"babelink: the bundle has no names and no lexicon in {lang!r} (it reads "
+                       f"{', '.join(sorted(linker.languages))}): mentions are found only where words match its names "
+                       "across languages", err=True)
         done = _resumed(output, output_format, overwrite, linker.provenance)
         vocabularies = linker.checked_vocabularies(codes) if codes else None
         results = _reporting_skips(linker.link_stream((d for d in documents if d.id not in done), batch_size,

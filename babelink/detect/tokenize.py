@@ -1,8 +1,11 @@
 """Tokens with exact character offsets into the original text, for any script.
 
 Space-delimited scripts (Latin, Cyrillic, Greek, Hebrew, Arabic, Hangul, …) give word tokens:
-runs of letters, marks and digits, joined across an inner hyphen, apostrophe, slash or dot
-("COVID-19", "HbA1c", "i.v."), except that an elided clitic is a token of its own: the
+runs of letters, marks and digits, joined across an inner hyphen, apostrophe or dot ("COVID-19",
+"HbA1c", "i.v."), except where a dot ends a lower-case word before a capitalised one, a sentence
+whose space was lost ("mellitus.Asthma"). A slash separates words but is no barrier: each of
+"asthma/COPD" can be a mention, and so can "preeclampsia/eclampsia" whole (`joinable`). An elided
+clitic is a token of its own: the
 article or preposition of French, Italian or Catalan glued by an apostrophe to a word that
 starts with a vowel or h ("l'hypertension", "d'épilepsie", "dell'arteria"), so that the word
 after it can start a mention (`Token.elided`). Scripts written without spaces give one token
@@ -29,10 +32,12 @@ _TOKEN = regex.compile(
     rf"(?P<cjk>[{_UNSPACED_CJK}]\p{{M}}*)"
     rf"|(?P<sea>[{_UNSPACED_SEA}]\p{{M}}*)"
     rf"|(?P<elided>\p{{L}}{{1,5}}['’](?=(?i:[aeiouyhàâäæéèêëîïìíôöœòóùûüú])))"
-    rf"|(?P<word>{_WORD_CHAR}+(?:['’‐\-/.]{_WORD_CHAR}+)*)",
+    rf"|(?P<word>{_WORD_CHAR}+(?:(?:['’‐\-]|\.(?!(?<=\p{{Ll}}\p{{Ll}}\.)\p{{Lu}}\p{{Ll}})){_WORD_CHAR}+)*)",
     regex.V1,
 )
 _FORMAT_CHARS = regex.compile(r"\p{Cf}+")
+#: Characters that end a line: no mention crosses one (form feeds are page breaks in extracted text).
+LINE_BREAKS = frozenset("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029")
 
 #: Weight of one token against a span's `max_words` / `max_chars` budget (see `detect.spans`).
 UNSPACED_SEA_WEIGHT = 0.5
@@ -67,8 +72,8 @@ def token_texts(text: str) -> list[str]:
 
 
 def joinable(text: str, left: Token, right: Token) -> bool:
-    """Whether a mention may run from `left` into `right`: only spaces or nothing lie between
-    them. Punctuation, line breaks (a title and its abstract, list items, table rows) and
-    sentence ends are barriers no mention crosses."""
+    """Whether a mention may run from `left` into `right`: only spaces, nothing, or a slash
+    lie between them. Other punctuation, line breaks (a title and its abstract, list items,
+    table rows, pages) and sentence ends are barriers no mention crosses."""
     gap = _FORMAT_CHARS.sub("", text[left.end : right.start])
-    return gap == "" or (gap.isspace() and "\n" not in gap and "\r" not in gap)
+    return gap in ("", "/") or (gap.isspace() and LINE_BREAKS.isdisjoint(gap))

@@ -77,6 +77,10 @@ def iter_brat(directory: str | Path, recursive: bool = True) -> Iterator[Documen
         yield read_brat_document(ann_path.with_suffix(".txt"), doc_id)
 
 
+#: Characters that would end an `.ann` line's text field (tabs, and what `str.splitlines` breaks at).
+_ANN_BREAKING = re.compile(r"[\t\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
+
+
 def write_brat(document: Document, directory: str | Path) -> Path:
     """Write `<id>.txt`, then `<id>.ann`, each atomically, under `directory`; return the `.txt` path.
     An `.ann` that exists is complete and so is its `.txt` (what `babelink link` resumes on).
@@ -90,7 +94,7 @@ def write_brat(document: Document, directory: str | Path) -> Path:
     for number, annotation in enumerate(document.annotations, start=1):
         spans = annotation.fragments or ((annotation.start, annotation.end),)
         span_text = ";".join(f"{start} {end}" for start, end in spans)
-        mention = " ".join(annotation.text.split())
+        mention = _ANN_BREAKING.sub(" ", annotation.text)  # one for one: the text stays its slice's length
         ann_lines.append(f"T{number}\t{annotation.type or 'Entity'} {span_text}\t{mention}\n")
         if annotation.concept_ids and annotation.concept_ids != (annotation.type,):
             ann_lines.append(f"#{number}\tAnnotatorNotes T{number}\t{' '.join(annotation.concept_ids)}\n")

@@ -1,7 +1,7 @@
 """What `link` and `normalize` read: raw text in any of the forms users hold it in, as `Document`s, and mentions.
 
 A directory: every `.txt` under it is one document (id = path without suffix; brat `.ann`
-files beside them are not needed). A file: `.jsonl` lines `{"id": str, "text": str, "lang"?: str}`;
+files beside them are not needed). A file: `.jsonl` (or `.jsonl.gz`) lines `{"id": str, "text": str, "lang"?: str}`;
 `.xml` / `.json` BioC; a `.pubtator` file, or one whose first line is PubTator (`PMID|t|…`),
 PubTator (errors naming its line where it is not); anything else one plain-text document. `-`
 reads JSONL from stdin. Errors name the file and line.
@@ -20,7 +20,7 @@ from babelink.errors import InputFormatError
 from babelink.formats import READERS_BY_SUFFIX
 from babelink.formats.document import Document
 from babelink.formats.pubtator import iter_pubtator
-from babelink.textio import iter_lines, iter_stream_lines, json_line, read_text_file
+from babelink.textio import format_suffix, iter_lines, iter_stream_lines, json_line, read_text_file
 
 _PUBTATOR_FIRST_LINE = re.compile(rb"[^|\t\r\n]+\|[ta]\|")
 
@@ -39,9 +39,12 @@ def _documents_at(path: str | Path) -> Iterator[Document]:
         return _text_directory(path)
     if not path.is_file():
         raise InputFormatError(path, None, "no such file or directory")
-    suffix = path.suffix.lower()
+    suffix = format_suffix(path)
     if suffix == ".jsonl":
         return jsonl_documents(iter_lines(path), path)
+    if path.suffix.lower() == ".gz":
+        raise InputFormatError(path, None, "a gzip-compressed input is read as JSONL only (name it .jsonl.gz): "
+                                           "decompress it first")
     if suffix in READERS_BY_SUFFIX:
         return READERS_BY_SUFFIX[suffix](path)
     if suffix == ".pubtator" or _PUBTATOR_FIRST_LINE.match(_first_line(path)):  # one named so is read as such
@@ -70,21 +73,22 @@ def jsonl_documents(lines: Iterable[tuple[int, str]], name: str | Path) -> Itera
 
 
 def read_mentions(path: str) -> Iterator[tuple[int, str, str]]:
-    """What `normalize --input` reads: `(line number, mention, text to search)` per line. `.jsonl` lines are a
-    JSON string or `{"mention": …, "context"?: …}`, where a short form the context defines is
-    searched as its long form; `.tsv` uses column 1; other files hold one mention per line; `-`
-    is stdin, one mention per line."""
+    """What `normalize --input` reads: `(line number, mention, text to search)` per line. `.jsonl`
+    lines (the suffix in any case, gzipped as `.jsonl.gz` too) are a JSON string or `{"mention": …,
+    "context"?: …}`, where a short form the context defines is searched as its long form; `.tsv`
+    uses column 1; other files hold one mention per line; `-` is stdin, one mention per line."""
     name = "<stdin>" if path == "-" else path
     lines = iter_stream_lines(sys.stdin.buffer, name) if path == "-" else iter_lines(path)
+    suffix = "" if path == "-" else format_suffix(path)
     for number, line in lines:
         context = None
-        if name.endswith(".jsonl"):
+        if suffix == ".jsonl":
             value = json_line(line, name, number)
             line, context = (value.get("mention"), value.get("context")) if isinstance(value, dict) else (value, None)
             if not isinstance(line, str) or not isinstance(context, str | None):
                 raise InputFormatError(name, number, 'expected a JSON string or an object with a "mention" string '
                                                      'and an optional "context" string')
-        elif name.endswith(".tsv"):
+        elif suffix == ".tsv":
             line = line.split("\t", 1)[0]
         yield number, line, expand_abbreviations(line, abbreviation_map(context)) if context else line
 

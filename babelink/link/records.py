@@ -24,7 +24,7 @@ def normalize_record(mention: str, candidates: Sequence[Candidate], provenance: 
     """One normalised mention: `{"mention", "candidates": [Candidate.to_dict(), …], "provenance"}`
     (`Bundle.provenance`), plus the string `searched` when it was not the mention (an
     abbreviation's long form) and the mention's linked n-gram `parts` when the n-gram search loop
-    ran."""
+    ran (their offsets index `searched` where there is one: the string they were found in)."""
     record = {"mention": mention, "candidates": [candidate.to_dict() for candidate in candidates]}
     if searched is not None and searched != mention:
         record["searched"] = searched

@@ -14,10 +14,8 @@ languages, shipped with babelink and replaceable per bundle.
 
 from __future__ import annotations
 
-import functools
 import json
 import math
-import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -28,6 +26,7 @@ import numpy as np
 
 from babelink.errors import BundleError, InvalidInputError
 from babelink.retrieve.candidate import Candidate
+from babelink.text import script_of
 
 #: Knots of the score's hinge features `max(0, score − k)`: the logit is piecewise linear in the
 #: score, so the model can be as sharp near 1.0, where cosines of right and wrong concepts crowd, as
@@ -53,20 +52,6 @@ def check_probability(value: float) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
         raise InvalidInputError(f"min_probability must be a number within [0, 1], got {value!r}")
     return value
-
-
-def script_of(text: str) -> str:
-    """The Unicode script of the first letter (LATIN, CJK, HIRAGANA, CYRILLIC, …), '' without letters."""
-    for char in text:
-        if char.isalpha():
-            return _script_of_letter(char)
-    return ""
-
-
-@functools.cache
-def _script_of_letter(char: str) -> str:
-    # cached: a build takes the script of each of its name strings (`script_shares`)
-    return unicodedata.name(char, "UNKNOWN").split(" ")[0]
 
 
 def script_shares(strings: Iterable[str]) -> dict[str, float]:

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 import regex
 
 from babelink.detect.tokenize import UNSPACED_SCRIPTS
+from babelink.text import script_of
 from babelink.translate.cognates import CognateRules, ending_range
 from babelink.translate.lexicon import Lexicon
 
@@ -148,6 +149,7 @@ class Renderer:
         self.params = params
         self._vocabularies: dict[str, _Vocabulary] = {}
         self._cognates: dict[str, CognateRules] = {}
+        self._lexicon_scripts: dict[str, frozenset[str]] = {}
         self.words = functools.lru_cache(maxsize=200_000)(self._words)
 
     def render(self, normalized: str, lang: str | None = None) -> list[str]:
@@ -175,17 +177,29 @@ class Renderer:
         return [" ".join(rendering) for rendering in renderings]
 
     def languages(self, normalized: str, lang: str | None = None) -> list[str]:
-        """The lexicon languages to render a mention from: `lang` when given (none if the bundle
-        has no lexicon for it); else none for a mention whose words are all English KB words,
-        and otherwise the languages whose lexicon knows the largest share of its characters
-        (several on a tie: a short mention is often a word of several languages)."""
-        if lang is not None:
+        """The lexicon languages to render a mention from: `lang` when given and the mention is
+        written in a script of its lexicon (none for English, or a language without a lexicon,
+        in the script of the KB's English names); else, as for a mention of unknown language, none
+        for a mention whose words are all English KB words, and otherwise the languages whose
+        lexicon knows the largest share of its characters (several on a tie: a short mention is
+        often a word of several languages). So "糖尿病" in an English or French text, or in
+        one said to be Cantonese, is read as Chinese."""
+        if lang is not None and script_of(normalized) in self._scripts(lang):
             return [lang] if lang in self.lexicon.languages else []
         if all(word in self.english_words for word in normalized.split()):
             return []
         coverage = {code: self.coverage(normalized, code) for code in self.lexicon.languages}
         best = max(coverage.values(), default=0.0)
         return [code for code, share in coverage.items() if share == best] if best > 0 else []
+
+    def _scripts(self, lang: str) -> frozenset[str]:
+        """The scripts `lang` is written in, as far as the bundle knows: its lexicon entries'
+        (English: Latin); none for a language it has no lexicon for."""
+        if lang not in self._lexicon_scripts:
+            written = self.lexicon.entries(lang) if lang in self.lexicon.languages else ()
+            self._lexicon_scripts[lang] = frozenset(map(script_of, written)) - {""} or (
+                frozenset({"LATIN"}) if lang == "en" else frozenset())
+        return self._lexicon_scripts[lang]
 
     def coverage(self, normalized: str, lang: str) -> float:
         """Share of the mention's characters in words found in the lexicon of `lang`."""

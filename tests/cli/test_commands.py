@@ -255,6 +255,29 @@ def test_normalize_jsonl_context_resolves_defined_abbreviations(bundle, tmp_path
     )
 
 
+@pytest.mark.parametrize("name", ["in.JSONL", "in.jsonl.gz"])
+def test_normalize_reads_jsonl_by_its_suffix_in_any_case_and_gzipped(bundle, tmp_path, name):
+    import gzip
+
+    content = (json.dumps({"mention": "DM", "context": "diabetes mellitus (DM)"}) + "\n").encode()
+    (tmp_path / name).write_bytes(gzip.compress(content) if name.endswith(".gz") else content)
+    result = babelink("normalize", "--bundle", bundle, "--input", tmp_path / name, "-k", "1")
+    assert result.returncode == 0, result.stderr
+    record = json.loads(result.stdout)
+    assert (record["mention"], record["searched"]) == ("DM", "diabetes mellitus")
+
+
+def test_link_reads_gzipped_jsonl_and_refuses_other_gzipped_inputs(bundle, tmp_path):
+    import gzip
+
+    (tmp_path / "in.jsonl.gz").write_bytes(gzip.compress(b'{"id": "a", "text": "She has asthma."}\n'))
+    linked = babelink("link", "--bundle", bundle, "--input", tmp_path / "in.jsonl.gz")
+    assert linked.returncode == 0 and json.loads(linked.stdout)["id"] == "a", linked.stderr
+    (tmp_path / "in.xml.gz").write_bytes(gzip.compress(b"<collection/>"))
+    refused = babelink("link", "--bundle", bundle, "--input", tmp_path / "in.xml.gz")
+    assert refused.returncode == 1 and "read as JSONL only" in refused.stderr and "Traceback" not in refused.stderr
+
+
 def test_top_k_beyond_the_cap_is_a_clear_error(bundle):
     result = babelink("normalize", "--bundle", bundle, "asthma", "--top-k", "1000000000")
     assert result.returncode != 0 and "--top-k" in result.stderr and "Traceback" not in result.stderr

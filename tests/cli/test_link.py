@@ -27,6 +27,19 @@ def test_link_arguments_to_jsonl_contract(bundle):
             "name": "Myocardial Infarction", "score": 1.0}.items() <= mention.items()
 
 
+def test_a_language_the_bundle_does_not_read_is_said(bundle):
+    result = babelink("link", "--bundle", bundle, "--lang", "ru", "Бронхиальная астма.")
+    assert result.returncode == 0 and "the bundle has no names and no lexicon in 'ru' (it reads " in result.stderr
+    assert "no lexicon in" not in babelink("link", "--bundle", bundle, "--lang", "es", TEXT).stderr
+
+
+def test_soft_hyphens_and_slashes_leave_mentions_whole(bundle):
+    result = babelink("link", "--bundle", bundle, "History: ast\u00adhma/diabetes mellitus.Asthma")
+    assert result.returncode == 0, result.stderr
+    assert _mentions(json.loads(result.stdout)) == [("ast\u00adhma", "C0004096"), ("diabetes mellitus", "C0011849"),
+                                                    ("Asthma", "C0004096")]
+
+
 def test_link_jsonl_file_with_candidates(bundle, tmp_path):
     lines = [{"id": "a", "text": TEXT}, {"id": "b", "text": "no concept here", "lang": "en"}]
     (tmp_path / "in.jsonl").write_text("\n".join(json.dumps(line) for line in lines) + "\n")

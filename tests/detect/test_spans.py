@@ -76,6 +76,21 @@ def test_tokens_with_apostrophes_are_ordered_exact_and_spans_never_open_or_close
         assert span.start not in {t.start for t in clitics} and span.end not in {t.end for t in clitics}
 
 
+def test_a_slash_separates_words_a_span_may_cross_and_a_lost_space_ends_a_sentence():
+    text = "PMH: asthma/COPD, preeclampsia/eclampsia and diabetes mellitus.Asthma, E.coli, Dr.Smith, 2.5 mg"
+    assert token_texts(text) == ["PMH", "asthma", "COPD", "preeclampsia", "eclampsia", "and", "diabetes",
+                                 "mellitus", "Asthma", "E.coli", "Dr.Smith", "2.5", "mg"]
+    spans = _texts(text, frozenset({"and"}))
+    assert {"asthma", "COPD", "asthma/COPD", "preeclampsia/eclampsia", "eclampsia"} <= set(spans)
+    assert "mellitus.Asthma" not in spans and "diabetes mellitus" in spans and "Asthma" in spans
+
+
+@pytest.mark.parametrize("separator", ["\n", "\r", "\v", "\f", "\x85", "\u2028", "\u2029"])
+def test_every_line_break_is_a_barrier(separator):
+    text = f"heart{separator}failure"
+    assert _texts(text) == ["heart", "failure"]
+
+
 def test_punctuation_and_paragraphs_are_barriers():
     text = "fever, cough\nsore throat\n\nhead  ache"
     tokens = tokenize(text)

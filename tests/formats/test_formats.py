@@ -248,6 +248,17 @@ def test_write_brat_round_trips_ids_of_any_kb(tmp_path):
     assert read_brat_document(tmp_path / "d.txt") == document
 
 
+def test_brat_mention_text_is_its_slice_but_for_what_would_break_the_line(tmp_path):
+    text = "heart\u00a0failure, heart\tfailure"
+    document = Document("d", text, (Annotation(0, 13, text[0:13], ("C1",), "Disease"),
+                                    Annotation(15, 28, text[15:28], ("C1",), "Disease")))
+    write_brat(document, tmp_path)
+    fields = [line.split("\t")[2] for line in (tmp_path / "d.ann").read_text(encoding="utf-8").splitlines()
+              if line.startswith("T")]
+    assert fields == ["heart\u00a0failure", "heart failure"]
+    assert [a.text for a in read_brat_document(tmp_path / "d.txt").annotations] == fields
+
+
 @pytest.mark.parametrize("doc_id", ["/etc/x", "../x", "a/../../x", "a//b", "", "x\0y", "."])
 def test_write_brat_refuses_ids_that_name_no_file_under_the_directory(tmp_path, doc_id):
     with pytest.raises(InvalidInputError, match="cannot be a file name"):

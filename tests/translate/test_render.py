@@ -110,7 +110,15 @@ def test_short_words_do_not_back_off(renderer):
 def test_nothing_to_translate_gives_no_rendering(renderer):
     assert renderer.render("heart attack", None) == []          # English words: no language is guessed
     assert renderer.render("diabetes", "es") == []              # the rendering would be the mention itself
-    assert renderer.render("infarto", "ru") == []               # no lexicon for the given language
+    assert renderer.render("infarto", "en") == []               # Latin script in an English text: English
+
+
+def test_a_language_without_lexicon_or_in_another_script_is_guessed(renderer):
+    assert renderer.languages("infarto", "ru") == ["es"]         # no lexicon for the given language
+    assert renderer.languages("糖尿病", "en") == ["zh"]           # Han in an English text
+    assert renderer.languages("糖尿病", "es") == ["zh"]           # or a Spanish one
+    assert renderer.languages("糖尿病", "zh") == ["zh"] and renderer.languages("infarto", "es") == ["es"]
+    assert renderer.render("関節炎", "ja") == ["arthritis"]      # Han is also Japanese: the language given holds
 
 
 def test_language_is_guessed_from_lexicon_coverage(renderer):
