@@ -28,10 +28,10 @@ bench: $(VENV)/.test-extras
 	$(BIN)/python benchmarks/normalization.py
 
 # The GPU training job's input (docs/training.md): about 2.5 minutes on 2 cores, never committed. It carries
-# the wheels of the two pure-Python libraries the one-pass stage reads documents with, which the GPU machine lacks.
+# the wheels of the pure-Python libraries it reads KBs and documents with, which the GPU machine lacks.
 PACK_WHEELS := build/pack-wheels
 pack: $(BIN)/babelink
 	rm -rf $(PACK_WHEELS)
 	$(BIN)/python -m pip download --quiet --no-deps --only-binary :all: -d $(PACK_WHEELS) \
-		$$($(BIN)/python -m pip freeze | grep -iE '^(abbreviations|stopwordsiso)==')
+		$$($(BIN)/python -m pip freeze | grep -iE '^(abbreviations|stopwordsiso|langcodes)==')
 	$(BIN)/babelink train pack --data ../shared/data --out pack $$(for w in $(PACK_WHEELS)/*.whl; do echo --wheel $$w; done)
