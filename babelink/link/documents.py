@@ -14,6 +14,7 @@ searched as its long form.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -199,7 +200,7 @@ class DocumentLinker:
         for index, offset, boundaries, spans in per_segment:
             for span, text, key in spans:
                 recall_score, candidates = searches.get(key, (0.0, None))
-                if candidates and self._links(candidates):
+                if candidates and self._links(candidates, key[0]):
                     proposals[index].append(
                         Proposal(
                             span.start + offset,
@@ -214,12 +215,14 @@ class DocumentLinker:
                 elif self.detector is not None and key[0]:
                     proposals[index] += self._linked_ngrams(span, offset, detector, boundaries, key[2])
 
-    def _links(self, candidates: list[Candidate]) -> bool:
-        """Whether a span whose ranked concepts are `candidates` is a mention of the first."""
+    def _links(self, candidates: list[Candidate], searched: str) -> bool:
+        """Whether a span searched as `searched` (normalised), whose ranked concepts are
+        `candidates`, is a mention of the first."""
         best = candidates[0]
         return (best.score >= self.params.link_threshold
                 and (best.probability is None or best.probability >= self.params.min_probability)
-                and not is_modifier(best.concept_id, self.concept_types, self.params.modifier_types))
+                and not is_modifier(best.concept_id, self.concept_types, self.params.modifier_types)
+                and not _doubles_a_word(searched, best.matched_name))
 
     @property
     def _depth(self) -> int:
@@ -275,7 +278,16 @@ class DocumentLinker:
         found = self._calibrated([_search_key(part.text, lang) for part in parts], [part.candidates for part in parts])
         return [Proposal(span.start + offset + part.start, span.start + offset + part.end, part.text, part.text,
                          candidates, None, f"{detector}+ngrams")
-                for part, candidates in zip(parts, found) if self._links(candidates)]
+                for part, candidates in zip(parts, found) if self._links(candidates, normalize_name(part.text))]
+
+
+def _doubles_a_word(searched: str, matched_name: str) -> bool:
+    """Whether a span repeats a word (of 3 letters or more) more often than the name it matched:
+    "hepatitis b and hepatitis", matched to *Hepatitis B*, is two mentions run together, the second
+    cut short, and each is linked on its own."""
+    words = Counter(word for word in searched.split() if len(word) > 2)
+    named = Counter(normalize_name(matched_name).split())
+    return any(count > named[word] for word, count in words.items() if count > 1)
 
 
 def _search_key(text: str, lang: str | None, in_capitals: bool | None = None) -> SearchKey:

@@ -41,6 +41,15 @@ def test_english_sentence(linker):
                                          ("heart attack", "C0027051")]
 
 
+def test_two_mentions_run_together_are_linked_each_on_its_own(tmp_path):
+    # the longest span wins overlaps, and "diabetes and diabetes mellitus" scores 0.9 against
+    # *Diabetes mellitus*, which holds "diabetes" once
+    longest = Linker.open(build_sparse_bundle(NAMES, tmp_path / "sparse"), recall_threshold=0.5, link_threshold=0.8)
+    assert _found(longest.link("History of diabetes and diabetes mellitus. Fever and high fever.")) == [
+        ("diabetes", "C0011849"), ("diabetes mellitus", "C0011849"), ("Fever", "C0015967"),
+        ("high fever", "C0015967")]
+
+
 def test_chinese_sentence_offsets(linker):
     text = "患者有2型糖尿病和高血压。"
     document = linker.link(text)
