@@ -28,7 +28,7 @@ from babelink.link.mentions import LinkedDocument
 from babelink.link.modifiers import concept_types
 from babelink.link.ngram_search import LinkedPart, ngram_search
 from babelink.link.records import NormalizedMention
-from babelink.link.settings import SETTINGS_KEY, settings_id
+from babelink.link.settings import with_settings
 from babelink.retrieve.calibration import (
     CALIBRATION_FILE,
     Calibration,
@@ -211,9 +211,9 @@ class Linker:
     def provenance(self) -> dict:
         """What each linked document says about where it came from: the bundle's provenance and the
         id of this linker's settings (`link.settings`)."""
-        settings = settings_id(self.link_params, name_filter=self.name_filter, detector=self.detector,
-                               context_filter=self.context_filter, model=self.model, calibrated=self.calibrated)
-        return {**self.bundle.provenance, SETTINGS_KEY: settings}
+        return with_settings(self.bundle.provenance, self.link_params, name_filter=self.name_filter,
+                             detector=self.detector, context_filter=self.context_filter, model=self.model,
+                             calibrated=self.calibrated)
 
     @cached_property
     def calibration(self) -> Calibration | None:

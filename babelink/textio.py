@@ -13,11 +13,16 @@ from typing import BinaryIO
 from babelink.errors import InputFormatError
 
 
+def is_gzipped(path: str | Path) -> bool:
+    """Whether `path` is named as a gzip file (`.gz`, any case), which `iter_lines` reads through."""
+    return Path(path).suffix.lower() == ".gz"
+
+
 def format_suffix(path: str | Path) -> str:
-    """The suffix that names a file's format, lower-cased, behind a `.gz` (which `iter_lines`
-    reads through): ".jsonl" for `m.JSONL` and `m.jsonl.gz`."""
+    """The suffix that names a file's format, lower-cased, behind a `.gz` (`is_gzipped`): ".jsonl"
+    for `m.JSONL` and `m.jsonl.gz`."""
     suffixes = [suffix.lower() for suffix in Path(path).suffixes]
-    if suffixes and suffixes[-1] == ".gz":
+    if is_gzipped(path):
         suffixes.pop()
     return suffixes[-1] if suffixes else ""
 
@@ -33,7 +38,7 @@ def iter_lines(path: str | Path) -> Iterator[tuple[int, str]]:
         raise InputFormatError(path, None, "no such file")
     if path.is_dir():
         raise InputFormatError(path, None, "is a directory, expected a file")
-    opener = gzip.open if path.suffix == ".gz" else open
+    opener = gzip.open if is_gzipped(path) else open
     try:
         with opener(path, "rb") as stream:
             yield from iter_stream_lines(stream, path)

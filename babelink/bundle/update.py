@@ -24,9 +24,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from babelink.bundle.integrity import MANIFEST, file_records
 from babelink.bundle.store import TRANSLATIONS, Bundle, load_bundle, read_manifest
@@ -76,12 +74,12 @@ def read_additions(bundle: str | Path, path: str | Path, kb_format: str | None =
     return additions, notes
 
 
-def merge_kb(kb: KnowledgeBase, additions: KnowledgeBase) -> KnowledgeBase:
+def merge_kb(kb: KnowledgeBase, additions: KnowledgeBase) -> tuple[KnowledgeBase, int]:
     """`kb` with the names of `additions` appended after its own, the concepts it lacks, and the
-    types, xrefs and alternative ids `additions` gives concepts it has. A name given under an id
-    `kb` knows as another concept's alternative (a source joined into it) goes to that concept; a
-    name a concept has already in that language is not added again, so updating twice with one
-    file adds nothing the second time."""
+    types, xrefs and alternative ids `additions` gives concepts it has; and how many of its
+    concepts gained some. A name given under an id `kb` knows as another concept's alternative (a
+    source joined into it) goes to that concept; a name a concept has already in that language is
+    not added again, so updating twice with one file adds nothing the second time."""
     ids = [kb.resolve(concept_id) or concept_id for concept_id in additions.names.column("concept_id").to_pylist()]
     names = additions.names.set_column(additions.names.schema.get_field_index("concept_id"), "concept_id",
                                        pa.array(ids, pa.string()))
@@ -92,20 +90,23 @@ def merge_kb(kb: KnowledgeBase, additions: KnowledgeBase) -> KnowledgeBase:
         seen.add(key)
     known = [kb.resolve(concept_id) for concept_id in additions.concepts.column("concept_id").to_pylist()]
     new = pa.array([target is None for target in known], pa.bool_())
+    concepts, enriched = _with_metadata(kb, additions, known)
     return KnowledgeBase(pa.concat_tables([kb.names, names.filter(pa.array(fresh, pa.bool_()))]),
-                         pa.concat_tables([_with_metadata(kb, additions, known), additions.concepts.filter(new)]))
+                         pa.concat_tables([concepts, additions.concepts.filter(new)])), enriched
 
 
 _METADATA = ("types", "xrefs", "alt_ids")
 
 
-def _with_metadata(kb: KnowledgeBase, additions: KnowledgeBase, known: list[str | None]) -> pa.Table:
+def _with_metadata(kb: KnowledgeBase, additions: KnowledgeBase, known: list[str | None]) -> tuple[pa.Table, int]:
     """`kb.concepts` with the metadata `additions` gives the concepts `known` (an addition's row →
-    the `kb` concept it is, or None); an alternative id another concept has already is left out."""
+    the `kb` concept it is, or None), and how many concepts gained some; an alternative id another
+    concept has already is left out."""
     if all(target is None for target in known):
-        return kb.concepts
+        return kb.concepts, 0
     row_of = {concept_id: row for row, concept_id in enumerate(kb.concepts.column("concept_id").to_pylist())}
     columns = {field: None for field in _METADATA}  # read only when a known concept gains something
+    enriched: set[str] = set()
     for target, given in zip(known, additions.concepts.select(list(_METADATA)).to_pylist()):
         if target is None:
             continue
@@ -115,13 +116,16 @@ def _with_metadata(kb: KnowledgeBase, additions: KnowledgeBase, known: list[str 
                 columns[field] = kb.concepts.column(field).to_pylist()
             if values:
                 current = columns[field][row_of[target]] = columns[field][row_of[target]] or []  # null: none yet
-                current.extend(value for value in dict.fromkeys(values) if value not in current)
+                gained = [value for value in dict.fromkeys(values) if value not in current]
+                current.extend(gained)
+                if gained:
+                    enriched.add(target)
     concepts = kb.concepts
     for field, values in columns.items():
         if values is not None:
             concepts = concepts.set_column(concepts.schema.get_field_index(field), field,
                                            pa.array(values, concepts.schema.field(field).type))
-    return concepts
+    return concepts, len(enriched)
 
 
 def update_bundle(path: str | Path, additions: KnowledgeBase, out: str | Path | None = None, *,
@@ -136,7 +140,7 @@ def update_bundle(path: str | Path, additions: KnowledgeBase, out: str | Path | 
     out = Path(out or path).absolute()
     if out != bundle.path.absolute() and out.exists() and not (out / MANIFEST).is_file():
         raise BundleError(f"{out}: exists and is not a babelink bundle; refusing to replace it")
-    merged = merge_kb(bundle.kb, additions)
+    merged, enriched = merge_kb(bundle.kb, additions)
     if merged.num_names == bundle.kb.num_names and merged.concepts.equals(bundle.kb.concepts):  # nothing changes
         if out != bundle.path.absolute():
             write_directory(out, lambda staging: shutil.copytree(bundle.path, staging, dirs_exist_ok=True))
@@ -181,23 +185,13 @@ def update_bundle(path: str | Path, additions: KnowledgeBase, out: str | Path | 
             "at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "source": source, "given": additions.num_names,
             "names": merged.num_names - bundle.kb.num_names,
             "new_concepts": len(merged) - len(bundle.kb), "new_strings": len(added),
-            "enriched_concepts": _enriched(bundle.kb, merged),
+            "enriched_concepts": enriched,
             "unseen_ngram_share": round(unseen, 4), "sparse": "refitted" if refit else "appended"})
         replace_directory(staging, out)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return out
-
-
-def _enriched(kb: KnowledgeBase, merged: KnowledgeBase) -> int:
-    """How many of `kb`'s concepts `merged` gives more types, xrefs or alternative ids."""
-    grown = np.zeros(len(kb), dtype=bool)  # metadata only grows: a longer list is a gain
-    for field in _METADATA:
-        before = pc.list_value_length(kb.concepts.column(field)).fill_null(0)
-        after = pc.list_value_length(merged.concepts.column(field).slice(0, len(kb))).fill_null(0)
-        grown |= after.to_numpy() > before.to_numpy()
-    return int(grown.sum())
 
 
 def _unseen_share(index: TfidfNameIndex, strings: list[str]) -> float:

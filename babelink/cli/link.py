@@ -133,10 +133,10 @@ def link(
         from babelink.bundle.store import load_bundle
         from babelink.corpus.ray_engine import link_with_ray
         from babelink.link.documents import LinkParams
-        from babelink.link.settings import SETTINGS_KEY, settings_id
+        from babelink.link.settings import with_settings
 
-        provenance = {**load_bundle(bundle or default_bundle()).provenance,
-                      SETTINGS_KEY: settings_id(LinkParams(**params), context_filter=context_filter)}
+        provenance = with_settings(load_bundle(bundle or default_bundle()).provenance, LinkParams(**params),
+                                   context_filter=context_filter)  # as each worker's linker will say
         done = _resumed(output, output_format, overwrite, provenance)
         results = link_with_ray(documents, done, bundle=bundle, context_filter=context_filter, params=params,
                                 batch_size=batch_size, workers=ray_workers, address=ray_address)

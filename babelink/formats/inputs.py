@@ -20,7 +20,7 @@ from babelink.errors import InputFormatError
 from babelink.formats import READERS_BY_SUFFIX
 from babelink.formats.document import Document
 from babelink.formats.pubtator import iter_pubtator
-from babelink.textio import format_suffix, iter_lines, iter_stream_lines, json_line, read_text_file
+from babelink.textio import format_suffix, is_gzipped, iter_lines, iter_stream_lines, json_line, read_text_file
 
 _PUBTATOR_FIRST_LINE = re.compile(rb"[^|\t\r\n]+\|[ta]\|")
 
@@ -42,7 +42,7 @@ def _documents_at(path: str | Path) -> Iterator[Document]:
     suffix = format_suffix(path)
     if suffix == ".jsonl":
         return jsonl_documents(iter_lines(path), path)
-    if path.suffix.lower() == ".gz":
+    if is_gzipped(path):
         raise InputFormatError(path, None, "a gzip-compressed input is read as JSONL only (name it .jsonl.gz): "
                                            "decompress it first")
     if suffix in READERS_BY_SUFFIX:

@@ -38,6 +38,12 @@ def settings_id(link_params: LinkParams, *, name_filter: NameFilter | None = Non
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
+def with_settings(provenance: dict, link_params: LinkParams, **components) -> dict:
+    """A bundle's `provenance` with the id of the settings that link with it (`settings_id`'s
+    `components`): what every linked document carries."""
+    return {**provenance, SETTINGS_KEY: settings_id(link_params, **components)}
+
+
 def _identity(component: object) -> str | None:
     """A model directory's fingerprint (`checkpoint_fingerprint`): the same model moved elsewhere
     is the same setting, a retrained one in the same place is not."""
