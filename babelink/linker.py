@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from babelink.batching import batched
 from babelink.bundle.store import Bundle, load_bundle_with_encoder
+from babelink.cancel import check as check_cancelled
 from babelink.detect import MentionDetector
 from babelink.detect.stopwords import BoundaryStopwords, ProtectedByLanguage
 from babelink.encoders import Encoder
@@ -281,6 +282,7 @@ class Linker:
         check_probability(min_probability)
         lang = check_language(lang)
         for batch in batched(mentions, self.BATCH_SIZE):
+            check_cancelled()
             keys: list[tuple[str, bool] | str] = []  # (normalised, in capitals), or the error
             for mention in batch:
                 try:
@@ -313,6 +315,7 @@ class Linker:
         unknown language, too long) is an error naming where it was read; with `skip_invalid`, a
         `LinkedDocument` carrying that error instead, and the others are linked."""
         for batch in batched(documents, batch_size):
+            check_cancelled()
             errors = {}
             for position, document in enumerate(batch):
                 try:

@@ -19,6 +19,9 @@ from babelink.errors import InvalidInputError
 
 #: Longest mention `normalize` accepts; longer strings are text, not mentions.
 MAX_MENTION_CHARS = 1000
+#: Revision of `normalize_name`, recorded by a bundle with the name strings it normalised: 2 removes
+#: `_SILENT` characters. Raise it with any change that can normalise a string otherwise.
+NAME_NORMALIZATION = 2
 
 _SPACE = re.compile(r"\s+")
 _WORDS = re.compile(r"[^\W_]+")

@@ -6,9 +6,9 @@ from pathlib import Path
 import babelink
 
 #: Lowest first. A package may import itself and the packages before it, never one after it.
-LAYERS = ["errors", "fsutil", "text", "lang", "home", "textio", "batching", "progress", "checkpoint", "abbreviations",
-          "formats", "kb", "augment", "encoders", "index", "detect", "translate", "retrieve", "eval", "bundle",
-          "link", "dual", "linker", "corpus", "serve", "spacy_component", "train", "cli"]
+LAYERS = ["errors", "fsutil", "text", "lang", "home", "textio", "batching", "progress", "cancel", "checkpoint",
+          "abbreviations", "formats", "kb", "augment", "encoders", "index", "detect", "translate", "retrieve", "eval",
+          "bundle", "link", "dual", "linker", "corpus", "serve", "spacy_component", "train", "cli"]
 ROOT = Path(babelink.__file__).parent
 
 

@@ -18,6 +18,7 @@ import glob
 import hashlib
 import json
 import shutil
+import sys
 import time
 import uuid
 import zipfile
@@ -51,6 +52,7 @@ from babelink.kb.base import KnowledgeBase
 from babelink.kb.store import load_kb, save_kb
 from babelink.retrieve.calibration import script_shares
 from babelink.retrieve.generators import HybridParams
+from babelink.text import NAME_NORMALIZATION, normalize_name
 from babelink.translate import (
     ENGLISH_WORDS_FILE,
     Lexicon,
@@ -219,6 +221,7 @@ def build_bundle(
                    "languages": kb.languages(), "hash": kb.content_hash(), "scripts": script_shares(names.strings)},
             "retriever": retriever,
             "sparse": asdict(sparse_params),
+            "name_normalization": NAME_NORMALIZATION,
         }
         libraries = _LIBRARIES
         if dense_encoder is not None:
@@ -380,6 +383,7 @@ def _load_indexes(path: Path, manifest: dict, counts: dict) -> Bundle:
             raise BundleError(f"{path / part}: cannot load this part of the bundle: {error}") from None
 
     kb, names, sparse = loaded("kb", load_kb), loaded("names", NameTable.load), loaded("sparse", TfidfNameIndex.load)
+    _warn_if_normalized_otherwise(path, manifest.get("name_normalization", _UNRECORDED_NORMALIZATION), names)
     dense = loaded("dense", lambda _: _load_dense(path, manifest["dense"]["encoder"], names)) \
         if "dense" in manifest else None
     found = {"concepts": len(kb), "names": kb.num_names, "strings": len(names)}
@@ -391,6 +395,23 @@ def _load_indexes(path: Path, manifest: dict, counts: dict) -> Bundle:
     if dense is not None and len(dense) != len(names):
         raise BundleError(f"{path}: dense index has {len(dense)} vectors for {len(names)} name strings")
     return Bundle(path, manifest, kb, names, sparse, dense)
+
+
+#: The `NAME_NORMALIZATION` of a bundle built before bundles recorded theirs.
+_UNRECORDED_NORMALIZATION = 1
+
+
+def _warn_if_normalized_otherwise(path: Path, built: object, names: NameTable) -> None:
+    """A bundle whose names another revision of `normalize_name` normalised may hold strings that
+    no mention, normalised now, equals: it still loads (a rebuild of a large KB takes a while, and
+    most KBs hold no such name), and says how many there are, rather than miss them silently."""
+    if built == NAME_NORMALIZATION:
+        return
+    changed = [surface for string, surface in zip(names.strings, names.surfaces) if normalize_name(surface) != string]
+    if changed:
+        print(f"babelink: {path}: {len(changed):,} of {len(names):,} name strings normalise otherwise in this "
+              f"babelink (name normalisation {built} at the build, {NAME_NORMALIZATION} now; e.g. {changed[0]!r}), "
+              "so mentions cannot meet them exactly; rebuild the bundle to refresh them", file=sys.stderr)
 
 
 def _load_dense(path: Path, entry: dict, names: NameTable) -> NameVectors:

@@ -41,6 +41,7 @@ from babelink.kb.obo import read_obo_branches, types_from_ontology
 from babelink.kb.readers import infer_format, read_kb
 from babelink.kb.store import save_kb
 from babelink.retrieve.calibration import CALIBRATION_FILE, Calibrator, script_shares
+from babelink.text import NAME_NORMALIZATION
 from babelink.translate import save_english_words
 
 #: What makes two names one: a concept's name in a language (its source and term type aside).
@@ -207,6 +208,7 @@ def _write_manifest(staging: Path, bundle: Bundle, kb: KnowledgeBase, names: Nam
     manifest["kb"] = {**manifest["kb"], "concepts": len(kb), "names": kb.num_names, "strings": len(names),
                       "languages": kb.languages(), "scripts": script_shares(names.strings)}
     manifest["updates"] = [*manifest.get("updates", []), update]
+    manifest["name_normalization"] = NAME_NORMALIZATION  # every string was normalised again, as before
     manifest.update(file_records(staging, (file for file in staging.rglob("*")
                                             if file.is_file() and file.name != MANIFEST)))
     (staging / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False))

@@ -23,6 +23,7 @@ import torch
 
 from babelink.abbreviations import abbreviation_map
 from babelink.bundle.store import Bundle
+from babelink.cancel import check as check_cancelled
 from babelink.detect.overlaps import resolve_overlaps
 from babelink.detect.tokenize import Token, tokenize
 from babelink.dual.model import DualModel
@@ -120,6 +121,7 @@ class DualLinker:
         dev set, each with its vector)."""
         hits: list[SpanHit] = []
         for batch in self._batches(document_segments(self.model, documents)):
+            check_cancelled()
             with torch.inference_mode():
                 encoded = self.model.encode([[token.text for token in segment.tokens] for segment in batch])
                 spans = self.model.score_spans(encoded)
@@ -193,6 +195,7 @@ class DualLinker:
                 if words is not None:
                     placed.setdefault(segment, []).append((number, *words))
         for batch in self._batches(list(placed)):
+            check_cancelled()
             entries = [(row, *entry) for row, segment in enumerate(batch) for entry in placed[segment]]
             rows, numbers, first, last = zip(*entries)
             with torch.inference_mode():

@@ -38,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
+from babelink.cancel import check as check_cancelled
 from babelink.encoders.transformer import (
     EncoderSettings,
     TransformerEncoder,
@@ -147,6 +148,7 @@ class OnnxEncoder:
         encoded = [item.ids for item in self._tokenizer.encode_batch([prefix + text for text in texts])]
         order = np.argsort([len(ids) for ids in encoded], kind="stable")
         for start in range(0, len(order), self.settings.batch_size):
+            check_cancelled()
             batch = order[start : start + self.settings.batch_size]
             vectors[batch] = self._pooled([encoded[i] for i in batch])
         return vectors

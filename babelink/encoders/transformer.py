@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from babelink.cancel import check as check_cancelled
 from babelink.checkpoint import autocast_dtype, inference_device, read_json_object
 from babelink.errors import BabelinkError
 
@@ -115,6 +116,7 @@ class TransformerEncoder:
         order = np.argsort([len(ids) for ids in encoded], kind="stable")
         with self._torch.inference_mode():
             for start in range(0, len(order), self.settings.batch_size):
+                check_cancelled()
                 batch = order[start : start + self.settings.batch_size]
                 vectors[batch] = self._pooled([encoded[i] for i in batch]).cpu().numpy()
         return vectors

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
+from babelink.cancel import cancellable
+
 T = TypeVar("T")
 
 
@@ -27,9 +29,10 @@ _DURATION_WEIGHT = 0.2
 
 
 class WorkerPool:
-    """Runs calls in `workers` threads, admitting at most `capacity` at once. A timed-out call
-    keeps its slot until its thread actually finishes (or it is cancelled before starting), so
-    abandoned work still counts against the cap."""
+    """Runs calls in `workers` threads, admitting at most `capacity` at once. A timed-out call is
+    abandoned: one not started never starts, one running stops at its next cancellation check
+    (`babelink.cancel`: between encoder batches and linker batches). It keeps its slot until its
+    thread actually finishes, so abandoned work still counts against the cap."""
 
     def __init__(self, workers: int, capacity: int, timeout: float):
         if workers < 1 or capacity < 1 or timeout <= 0:
@@ -62,23 +65,26 @@ class WorkerPool:
             if self._admitted >= self.capacity:
                 raise Overloaded(f"{self.capacity} requests already in progress")
             self._admitted += 1
-        future = self._executor.submit(self._timed, function, *args)
+        abandoned = threading.Event()
+        future = self._executor.submit(self._timed, abandoned, function, *args)
         future.add_done_callback(self._release)
         try:
             return await asyncio.wait_for(asyncio.wrap_future(future), self.timeout)
         except TimeoutError:
+            abandoned.set()
             future.cancel()
             raise TimedOut(f"no answer within {self.timeout:g} s") from None
 
     def shutdown(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
 
-    def _timed(self, function: Callable[..., T], *args) -> T:
+    def _timed(self, abandoned: threading.Event, function: Callable[..., T], *args) -> T:
         started = time.monotonic()
         with self._lock:
             self._started[threading.get_ident()] = started
         try:
-            return function(*args)
+            with cancellable(abandoned):
+                return function(*args)
         finally:
             seconds = time.monotonic() - started
             with self._lock:

@@ -6,6 +6,8 @@ import time
 import pytest
 from support import babelink
 
+from babelink import text
+from babelink.bundle import store
 from babelink.bundle.store import MANIFEST, build_bundle, load_bundle
 from babelink.errors import BundleError, InvalidInputError
 from babelink.fsutil import staging_directory
@@ -213,3 +215,30 @@ def test_a_build_removes_what_killed_builds_left_behind(kb, tmp_path):
     build_bundle(kb, tmp_path / "bundle", retriever="sparse")
     build_bundle(kb, tmp_path / "bundle", retriever="sparse")  # replacing: its retired directory is its own
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["bundle", running.name])
+
+
+def test_a_bundle_whose_names_normalise_otherwise_now_loads_and_says_how_many(kb, tmp_path, monkeypatch, capsys):
+    builder = KnowledgeBaseBuilder()
+    builder.add_name("C9", "Hyper\u00adtension", preferred=True, lang="en")  # a soft hyphen, removed since revision 2
+    builder.add_name("C9", "High blood pressure", lang="en")
+    path = build_bundle(builder.build(), tmp_path / "bundle", retriever="sparse")
+    assert json.loads((path / MANIFEST).read_text())["name_normalization"] == text.NAME_NORMALIZATION
+    load_bundle(path)
+    assert capsys.readouterr().err == ""  # built by this babelink: nothing to say, nothing re-normalised
+
+    # the same bundle read by a babelink that normalises the soft hyphen otherwise (keeps it)
+    monkeypatch.setattr(store, "NAME_NORMALIZATION", text.NAME_NORMALIZATION + 1)
+    monkeypatch.setattr(store, "normalize_name", lambda name: " ".join(name.casefold().split()))
+    bundle = load_bundle(path)
+    warning = capsys.readouterr().err
+    assert "1 of 2 name strings normalise otherwise" in warning and "'Hyper\\xadtension'" in warning
+    assert "rebuild the bundle" in warning and str(path) in warning
+    assert len(bundle.names) == 2  # still usable
+
+    # a bundle from before bundles recorded their normalisation counts as revision 1
+    manifest = json.loads((path / MANIFEST).read_text())
+    del manifest["name_normalization"]
+    (path / MANIFEST).write_text(json.dumps(manifest))
+    monkeypatch.undo()
+    load_bundle(path)
+    assert capsys.readouterr().err == ""  # and every string normalises now as it did then

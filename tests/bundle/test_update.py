@@ -18,6 +18,7 @@ from babelink.index.sparse import LEGACY_MATRIX_FILE, TfidfNameIndex
 from babelink.kb.base import KnowledgeBaseBuilder
 from babelink.linker import Linker
 from babelink.retrieve.filters import NameFilter
+from babelink.text import NAME_NORMALIZATION
 
 BASE = {"C1": ["Myocardial infarction"], "C2": ["Asthma"], "C3": ["Diabetes mellitus"]}
 ADDED = {"C1": ["Heart attack"], "C4": ["Gout", "Podagra", "痛风"]}
@@ -160,3 +161,12 @@ def test_an_update_with_another_encoder_is_refused(tmp_path, tiny_encoder_dir):
     with pytest.raises(BundleError, match="fingerprint differs"):
         update_bundle(path, knowledge_base(ADDED), tmp_path / "u")
     assert not (tmp_path / "u").exists()
+
+
+def test_an_update_records_the_name_normalisation_that_normalised_every_string_again(tmp_path):
+    path = build_bundle(knowledge_base(BASE), tmp_path / "b", retriever="sparse")
+    manifest = json.loads((path / MANIFEST).read_text())
+    del manifest["name_normalization"]  # built before bundles recorded it
+    (path / MANIFEST).write_text(json.dumps(manifest))
+    updated = update_bundle(path, knowledge_base(ADDED), tmp_path / "u", source="added.tsv")
+    assert load_bundle(updated).manifest["name_normalization"] == NAME_NORMALIZATION

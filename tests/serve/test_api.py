@@ -262,12 +262,19 @@ class _Gate:
     def __init__(self, linker: Linker):
         self.entered = threading.Event()
         self.open = threading.Event()
+        self.outcomes: list[str] = []  # of the real calls, once through the gate: "answered" or the exception's name
         self.linker = Linker(linker.bundle, linker.generator, linker.link_params)
 
         def normalize(*args, **kwargs):
             self.entered.set()
             assert self.open.wait(30), "the test never opened the gate"
-            return linker.normalize(*args, **kwargs)
+            try:
+                answer = linker.normalize(*args, **kwargs)
+            except Exception as error:
+                self.outcomes.append(type(error).__name__)
+                raise
+            self.outcomes.append("answered")
+            return answer
 
         self.linker.normalize = normalize
 
@@ -300,7 +307,7 @@ def test_a_full_queue_answers_429_at_once_and_health_still_answers(gate):
         assert client.post("/normalize", json={"mentions": ["asthma"]}).status_code == 200
 
 
-def test_a_slow_request_answers_503_and_keeps_its_slot_until_the_work_ends(gate):
+def test_a_slow_request_answers_503_keeps_its_slot_until_its_work_stops_and_the_work_stops(gate):
     with TestClient(create_app(gate.linker, ServiceLimits(queue=1, timeout=0.05))) as client:
         response = client.post("/normalize", json={"mentions": ["asthma"]})
         assert _error(response, 503)["error"] == "timeout"
@@ -312,7 +319,13 @@ def test_a_slow_request_answers_503_and_keeps_its_slot_until_the_work_ends(gate)
         deadline = time.monotonic() + 10
         while client.get("/health").json()["admitted"] and time.monotonic() < deadline:
             time.sleep(0.01)
-        assert client.post("/normalize", json={"mentions": ["asthma"]}).status_code == 200
+        # the real linker, reached after the request was abandoned, stopped at its first check
+        assert gate.outcomes == ["Cancelled"]
+        gate.open.clear()
+        threading.Timer(0.2, gate.open.set).start()
+        with TestClient(create_app(gate.linker, ServiceLimits(queue=1, timeout=10))) as patient:
+            assert patient.post("/normalize", json={"mentions": ["asthma"]}).status_code == 200
+        assert gate.outcomes == ["Cancelled", "answered"]
 
 
 def test_serve_cli_with_a_missing_bundle_exits_1_with_one_line(tmp_path):

@@ -2,7 +2,10 @@ import asyncio
 import threading
 import time
 
-from babelink.serve.pool import WorkerPool
+import pytest
+
+from babelink.cancel import Cancelled, cancellable, check
+from babelink.serve.pool import TimedOut, WorkerPool
 
 
 def test_retry_after_is_the_work_in_progress_at_the_recent_call_duration():
@@ -43,3 +46,39 @@ def test_retry_after_counts_a_long_running_call_and_stops_at_the_timeout():
     early, capped = asyncio.run(scenario())
     pool.shutdown()
     assert early == 2 and capped == 1
+
+
+def test_a_timed_out_call_stops_at_its_next_cancellation_check():
+    pool = WorkerPool(workers=1, capacity=1, timeout=0.2)
+    checks: list[float] = []
+
+    def work():
+        while True:
+            checks.append(time.monotonic())
+            check()
+            time.sleep(0.01)
+
+    async def scenario() -> None:
+        with pytest.raises(TimedOut):
+            await pool.run(work)
+        deadline = time.monotonic() + 5
+        while pool.admitted and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+
+    asyncio.run(scenario())
+    pool.shutdown()
+    assert pool.admitted == 0  # the slot is free: the loop raised at its first check after the timeout
+    count = len(checks)
+    time.sleep(0.1)
+    assert len(checks) == count
+
+
+def test_check_outside_cancellable_work_never_raises_and_inside_raises_once_abandoned():
+    check()
+    abandoned = threading.Event()
+    with cancellable(abandoned):
+        check()
+        abandoned.set()
+        with pytest.raises(Cancelled):
+            check()
+    check()
