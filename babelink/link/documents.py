@@ -222,7 +222,7 @@ class DocumentLinker:
         return (best.score >= self.params.link_threshold
                 and (best.probability is None or best.probability >= self.params.min_probability)
                 and not is_modifier(best.concept_id, self.concept_types, self.params.modifier_types)
-                and not _doubles_a_word(searched, best.matched_name))
+                and not _doubles_a_word(searched, best.matched_string))
 
     @property
     def _depth(self) -> int:
@@ -275,18 +275,19 @@ class DocumentLinker:
                        lang: str | None) -> list[Proposal]:
         """The parts of a detected span that links as a whole to nothing, each decided as a span is."""
         parts = ngram_search(self.ranker, span.text, self.params.link_threshold, self._depth, boundaries, lang)
-        found = self._calibrated([_search_key(part.text, lang) for part in parts], [part.candidates for part in parts])
+        keys = [_search_key(part.text, lang) for part in parts]
+        found = self._calibrated(keys, [part.candidates for part in parts])
         return [Proposal(span.start + offset + part.start, span.start + offset + part.end, part.text, part.text,
                          candidates, None, f"{detector}+ngrams")
-                for part, candidates in zip(parts, found) if self._links(candidates, normalize_name(part.text))]
+                for part, key, candidates in zip(parts, keys, found) if self._links(candidates, key[0])]
 
 
-def _doubles_a_word(searched: str, matched_name: str) -> bool:
-    """Whether a span repeats a word (of 3 letters or more) more often than the name it matched:
-    "hepatitis b and hepatitis", matched to *Hepatitis B*, is two mentions run together, the second
-    cut short, and each is linked on its own."""
+def _doubles_a_word(searched: str, matched_string: str) -> bool:
+    """Whether a span repeats a word (of 3 letters or more) more often than the name it matched
+    (both normalised): "hepatitis b and hepatitis", matched to *Hepatitis B*, is two mentions run
+    together, the second cut short, and each is linked on its own."""
     words = Counter(word for word in searched.split() if len(word) > 2)
-    named = Counter(normalize_name(matched_name).split())
+    named = Counter(matched_string.split())
     return any(count > named[word] for word, count in words.items() if count > 1)
 
 

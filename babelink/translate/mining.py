@@ -192,7 +192,7 @@ def _mine_language(words_by_concept: dict[str, dict[str, dict[str, Occurrences]]
             taken_foreign.add(f)
             taken_english.update(sense.split())
             taken_chars.update((n, char) for n, start, end in free for char in range(start, end))
-    scored: dict[str, list[tuple[bool, float, int, str]]] = defaultdict(list)
+    scored: dict[str, list[tuple[int, float, int, str]]] = defaultdict(list)
     for pair, count in links.items():
         kin, score = kinship(*pair), dice(pair, count)
         if (count >= params.min_concepts or kin == SAME_WORD) and (score >= params.min_dice or kin):
