@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from babelink.kb.base import KnowledgeBase
+from babelink.kb.default.groups import GROUPS
 
 #: UMLS T079 Temporal, T080 Qualitative, T081 Quantitative, T082 Spatial Concept; HPO's Clinical
 #: modifier (HP:0012823) and Frequency (HP:0040279) branches.
@@ -29,7 +30,9 @@ def concept_types(kb: KnowledgeBase) -> dict[str, frozenset[str]]:
 
 
 def is_modifier(concept_id: str, types: Mapping[str, frozenset[str]], modifier_types: frozenset[str]) -> bool:
-    """Whether the concept has types and all of them are modifier types (a concept that is also a
-    disease or phenotype stays a mention)."""
-    found = types.get(concept_id)
+    """Whether the concept has types and all of them, semantic groups aside, are modifier types (a
+    concept that is also a disease or phenotype stays a mention). A group is the coarser word: the
+    default joins HPO's modifier *Borderline* to ICD-10's Borderline leprosy through HPO's own
+    cross-reference, which makes it DISO, and "borderline" in a text is still no mention."""
+    found = types.get(concept_id, frozenset()).difference(GROUPS)
     return bool(found) and found <= modifier_types

