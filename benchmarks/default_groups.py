@@ -84,7 +84,8 @@ def bc5cdr_chemicals(data: Path) -> Counter:
     found: Counter = Counter()
     for path in sorted((data / "bench" / "bc5cdr").glob("*.PubTator.txt")):
         for document in read_documents(path):
-            found.update(concept_id for a in document.annotations if a.type == "Chemical" for concept_id in a.concept_ids)
+            found.update(concept_id for annotation in document.annotations if annotation.type == "Chemical"
+                         for concept_id in annotation.concept_ids)
     return found
 
 

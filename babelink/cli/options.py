@@ -43,7 +43,9 @@ KeepModifiersOption = Annotated[bool, typer.Option(
     "--keep-modifiers", help="Also link words that only qualify a mention (severe, chronic, bilateral: HPO Clinical "
                              "modifier and Frequency, UMLS T079–T082), left out by default.")]
 TypesOption = Annotated[list[str] | None, typer.Option(
-    "--types", help="Search only names of concepts of these semantic types (MRSTY; repeat or comma-separate).")]
+    "--types", help="Search only names of concepts of these types: MRSTY's semantic types (T047), an ontology's "
+                    "branches, or the embedded default's semantic groups (DISO disorders, CHEM chemicals and drugs, "
+                    "ANAT, LIVB, PROC, PHYS, DEVI); repeat or comma-separate.")]
 SourcesOption = Annotated[list[str] | None, typer.Option(
     "--sources", help="Search only names from these source vocabularies (SAB; repeat or comma-separate).")]
 LangsOption = Annotated[list[str] | None, typer.Option(

@@ -18,8 +18,8 @@ PHYS Physiology, DEVI Devices) that its source implies, as one more of its `type
   and drugs (D), *classification* with *growth & development* with organisms (B), … `mesh_group`
   reads the category back from them. Descriptors whose qualifiers say nothing clear (check tags
   such as *Humans*, persons, concepts, geographicals) get no group. Measured against Mantra GSC's
-  annotated groups, CTD MEDIC and BC5CDR's chemicals: BENCHMARKS.md, *Semantic groups of the
-  embedded default*.
+  annotated groups, CTD MEDIC and BC5CDR's chemicals: BENCHMARKS.md, *Embedded default: link with
+  a semantic-group filter*.
 """
 
 from __future__ import annotations
