@@ -15,6 +15,23 @@ C0011849|ENG|P|L5|PF|S5|Y|A5||||MSH|MH|D003920|Diabetes Mellitus|0|N||
 C0004096|ENG|P|L7|PF|S7|Y|A7||||MSH|MH|D001249|Asthma|0|N||
 """
 
+#: The top of HPO: a root and two of its branches, Phenotypic abnormality and Clinical modifier.
+HPO_TOP = """\
+[Term]
+id: HP:0000001
+name: All
+
+[Term]
+id: HP:0000118
+name: Phenotypic abnormality
+is_a: HP:0000001 ! All
+
+[Term]
+id: HP:0012823
+name: Clinical modifier
+is_a: HP:0000001
+"""
+
 
 def build_sparse_bundle(names: dict[str, list[str]], out: Path) -> Path:
     """A real sparse bundle of `{concept id: [preferred name, synonyms…]}`: builds in a second."""

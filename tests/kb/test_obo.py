@@ -1,4 +1,5 @@
 import pytest
+from support import HPO_TOP
 
 from babelink.errors import InputFormatError
 from babelink.kb.obo import OboSynonym, iter_obo_terms
@@ -96,21 +97,7 @@ def test_read_obo_builds_a_kb(tmp_path):
         read_obo(tmp_path / "bad.obo")
 
 
-BRANCHED = """\
-[Term]
-id: HP:0000001
-name: All
-
-[Term]
-id: HP:0000118
-name: Phenotypic abnormality
-is_a: HP:0000001 ! All
-
-[Term]
-id: HP:0012823
-name: Clinical modifier
-is_a: HP:0000001
-
+BRANCHED = HPO_TOP + """
 [Term]
 id: HP:0012824
 name: Severity

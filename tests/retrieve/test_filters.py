@@ -21,6 +21,7 @@ CONCEPTS = {
     "P1": ("T033", [("Cold sensation", "en", "HPO"), ("Cold", "en", "HPO")]),  # shares "Cold" with D1
     "P2": ("T033", [("Cold hands", "en", "HPO")]),
     "P3": ("T033", [("Cold feet", "en", "HPO")]),
+    "C1": ("T121", [("Cold medicine", "en", "MSH")]),
 }
 
 
@@ -71,12 +72,20 @@ def test_many_unknown_values_make_a_short_error(linker):
 
 
 def test_unknown_values_are_clear_errors(linker):
-    with pytest.raises(InvalidInputError, match=r"types: T999 not in this bundle's KB \(it has: T033, T047\)"):
+    with pytest.raises(InvalidInputError, match=r"types: T999 not in this bundle's KB \(it has: T033, T047, T121\)"):
         linker.filtered(NameFilter.of(types=["T999"]))
     with pytest.raises(InvalidInputError, match="sources: UMLS"):
         linker.filtered(NameFilter.of(sources=["UMLS,HPO"]))
     with pytest.raises(InvalidInputError, match="types: T999 .*; sources: NOPE"):  # every unknown value at once
         linker.filtered(NameFilter.of(types=["T999"], sources=["NOPE"]))
+
+
+def test_a_semantic_group_stands_for_its_types(linker):
+    disorders = linker.filtered(NameFilter.of(types=["DISO"])).normalize("cold medicine", top_k=10)
+    assert set(ids(disorders)) == {"D1", "D2", "P1", "P2", "P3"}  # Disease or Syndrome and Finding, no drug
+    assert ids(linker.filtered(NameFilter.of(types=["CHEM", "T033"])).normalize("cold medicine", top_k=1)) == ["C1"]
+    with pytest.raises(InvalidInputError, match="types: ANAT not in this bundle's KB"):  # no Anatomy type here
+        linker.filtered(NameFilter.of(types=["ANAT"]))
 
 
 def test_filtered_linking(linker):

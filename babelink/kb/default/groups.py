@@ -4,7 +4,7 @@ The default's sources carry no semantic types (HPO's branches aside): MeSH headi
 drugs, organs, organisms, procedures and "Patients" or "Risk" alike, and `link` on an abstract
 linked them all. Each concept is given the UMLS Semantic Group (McCray, Burgun and Bodenreider
 2001: DISO Disorders, CHEM Chemicals & Drugs, ANAT Anatomy, LIVB Living Beings, PROC Procedures,
-PHYS Physiology, DEVI Devices) that its source implies, as one more of its `types`:
+PHYS Physiology, DEVI Devices; `kb.groups`) that its source implies, as one more of its `types`:
 
 - HPO: Phenotypic abnormality (HP:0000118) is DISO; the other branches (Clinical modifier,
   Frequency, Mode of inheritance, …) get no group.
@@ -24,16 +24,10 @@ PHYS Physiology, DEVI Devices) that its source implies, as one more of its `type
 
 from __future__ import annotations
 
-#: The groups the default assigns, by code (UMLS Semantic Groups).
-GROUPS = {
-    "DISO": "Disorders",
-    "CHEM": "Chemicals & Drugs",
-    "ANAT": "Anatomy",
-    "LIVB": "Living Beings",
-    "PROC": "Procedures",
-    "PHYS": "Physiology",
-    "DEVI": "Devices",
-}
+from babelink.kb.groups import SEMANTIC_GROUPS
+
+#: The groups the default assigns, by code.
+GROUPS = {code: SEMANTIC_GROUPS[code][0] for code in ("DISO", "CHEM", "ANAT", "LIVB", "PROC", "PHYS", "DEVI")}
 
 #: HPO branch → group.
 HPO_BRANCH_GROUPS = {"HP:0000118": "DISO"}  # Phenotypic abnormality
