@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from typing import Annotated
 
 import typer
@@ -17,7 +18,8 @@ def info(
         "--encoder", help="A trained encoder (a packaged name or an artefact file): print its manifest and the "
                           "terms of its training data instead.")] = None,
 ) -> None:
-    """Print a bundle's provenance (what every prediction reports) and its manifest.
+    """Print a bundle's provenance (what every prediction reports), its manifest and its concept
+    types with their counts (the values --types takes).
 
     Without --bundle, the embedded default's. A bundle whose vectors come from a packaged trained
     encoder also shows what that encoder was trained on, and on what terms."""
@@ -32,7 +34,7 @@ def info(
         typer.echo(json.dumps({"terms": terms(manifest), "manifest": manifest}, indent=2, ensure_ascii=False))
         return
     loaded = load_bundle(bundle or default_bundle())
-    shown = {"provenance": loaded.provenance, "manifest": loaded.manifest}
+    shown = {"provenance": loaded.provenance, "manifest": loaded.manifest, "types": _type_counts(loaded.kb)}
     if loaded.dense is not None and loaded.dense.params.kind == "lazy":  # how far first needs have encoded it
         shown["name_vectors"] = {"store": str(loaded.dense.store.directory), "encoded": loaded.dense.encoded(),
                                  "names": len(loaded.names)}
@@ -41,6 +43,12 @@ def info(
         trained = read_manifest(packaged()[name])
         shown["encoder"] = {"name": name, "terms": terms(trained), "training": trained["training"]}
     typer.echo(json.dumps(shown, indent=2, ensure_ascii=False))
+
+
+def _type_counts(kb) -> dict[str, int]:
+    """Concepts per type, most first: the values `--types` takes."""
+    counts = Counter(value for types in kb.concepts.column("types").to_pylist() for value in types or ())
+    return dict(counts.most_common())
 
 
 def verify(bundle: options.BundleOption = None) -> None:

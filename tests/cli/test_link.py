@@ -147,6 +147,7 @@ def test_build_types_from_an_ontology_and_link_leaves_modifiers_out(tmp_path):
                                                   ("severe", "C0205082")]
     typed = babelink("normalize", "-b", tmp_path / "bundle", "--types", "HP:0012823", "severely")
     assert [c["id"] for c in json.loads(typed.stdout)["candidates"]] == ["C0205082"]
+    assert json.loads(babelink("info", "-b", tmp_path / "bundle").stdout)["types"] == {"HP:0012823": 1}
 
 
 def test_a_malformed_ontology_is_named_by_file_and_line(tmp_path):
