@@ -44,8 +44,9 @@ KeepModifiersOption = Annotated[bool, typer.Option(
                              "modifier and Frequency, UMLS T079–T082), left out by default.")]
 TypesOption = Annotated[list[str] | None, typer.Option(
     "--types", help="Search only names of concepts of these types: MRSTY's semantic types (T047), an ontology's "
-                    "branches, or the embedded default's semantic groups (DISO disorders, CHEM chemicals and drugs, "
-                    "ANAT, LIVB, PROC, PHYS, DEVI); repeat or comma-separate.")]
+                    "branches, or UMLS semantic groups (DISO disorders, CHEM chemicals and drugs, ANAT, LIVB, PROC, "
+                    "…: a KB with MRSTY reads them as their types, the embedded default carries them); repeat or "
+                    "comma-separate.")]
 SourcesOption = Annotated[list[str] | None, typer.Option(
     "--sources", help="Search only names from these source vocabularies (SAB; repeat or comma-separate).")]
 LangsOption = Annotated[list[str] | None, typer.Option(
