@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 from babelink.errors import InvalidInputError
 from babelink.index.names import NameTable
 from babelink.kb.base import KnowledgeBase
-from babelink.kb.groups import expand_groups
+from babelink.kb.groups import SEMANTIC_GROUPS, expand_groups
 from babelink.lang import parse_languages
 from babelink.text import comma_list
 
@@ -116,12 +116,17 @@ def _array(values: frozenset[str]):
 
 def _unknown(field: str, wanted: frozenset[str], known: set[str], kb: KnowledgeBase) -> str | None:
     """What of `wanted` the KB lacks, and what it has (a type that is one of its concepts, such as
-    an HPO branch, with that concept's name)."""
+    an HPO branch, with that concept's name; a semantic group with the group's)."""
     unknown = sorted(wanted - known)
     if not unknown:
         return None
     known = known - {""}  # names given no source or type: no value to ask for
-    shown = [f"{value} ({kb.preferred_name(value)})" if value in kb else value for value in sorted(known)[:40]]
+    shown = [f"{value} ({_title(value, kb)})" if value in kb or value in SEMANTIC_GROUPS else value
+             for value in sorted(known)[:40]]
     listed = ", ".join(shown) + (f" … ({len(known):,} in all)" if len(known) > 40 else "")
     named = ", ".join(unknown[:MAX_NAMED]) + (f" … ({len(unknown):,} in all)" if len(unknown) > MAX_NAMED else "")
     return f"{field}: {named} not in this bundle's KB (it has: {listed or 'none'})"
+
+
+def _title(value: str, kb: KnowledgeBase) -> str:
+    return kb.preferred_name(value) if value in kb else SEMANTIC_GROUPS[value][0]

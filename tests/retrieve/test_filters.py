@@ -88,6 +88,15 @@ def test_a_semantic_group_stands_for_its_types(linker):
         linker.filtered(NameFilter.of(types=["ANAT"]))
 
 
+def test_an_error_names_the_groups_a_kb_carries(tmp_path):
+    builder = KnowledgeBaseBuilder()
+    builder.add_name("D1", "Asthma", preferred=True)
+    builder.add_concept("D1", types=["DISO"])
+    linker = Linker.open(build_bundle(builder.build(), tmp_path / "b", retriever="sparse"))
+    with pytest.raises(InvalidInputError, match=r"types: diso not in this bundle's KB \(it has: DISO \(Disorders\)\)"):
+        linker.filtered(NameFilter.of(types=["diso"]))
+
+
 def test_filtered_linking(linker):
     linked = linker.filtered(NameFilter.of(types=["T047"])).link("Cold feet and cold urticaria.", lang="en")
     assert {mention.concept.concept_id for mention in linked.mentions} <= {"D1", "D2"}
