@@ -23,17 +23,16 @@ import argparse
 import multiprocessing
 import resource
 import shlex
-import shutil
 import sys
 import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
 
-from report import KB_FILES, arguments, cached_bundle, commit, machine, publish
+from report import KB_FILES, arguments, cached_bundle, commit, emptied_store, machine, publish
 
 from babelink import augment
-from babelink.bundle.store import DEFAULT_SWITCH_THRESHOLD, Bundle, build_bundle, load_bundle
+from babelink.bundle.store import DEFAULT_SWITCH_THRESHOLD, build_bundle, load_bundle
 from babelink.eval import benchmark
 from babelink.index.dense import DenseParams
 from babelink.index.sparse import TfidfNameIndex, TfidfParams
@@ -152,15 +151,6 @@ def _lazy_bundle_path(data: str, kb_name: str, encoder: str) -> Path:
                          **({} if encoder == "default" else {"encoder": encoder}))
 
 
-def _emptied(bundle: Bundle) -> Bundle:
-    """`bundle` reloaded with its encoder's vector store emptied, so that a set's first pass starts
-    from no stored name. The store is saved first: vectors it still held would otherwise be
-    written into the emptied directory when it is released."""
-    bundle.dense.store.save()
-    shutil.rmtree(bundle.dense.store.directory, ignore_errors=True)
-    return load_bundle(bundle.path)
-
-
 def system_step(bundle_path: str, system: str, data: str, set_names: tuple[str, ...], tuned: dict,
                 kb_name: str = "", encoder: str = "default") -> dict:
     lazy = system.endswith(", lazy index")
@@ -175,7 +165,7 @@ def system_step(bundle_path: str, system: str, data: str, set_names: tuple[str, 
         if "translations" in system and set_name not in TRANSLATED_SETS:
             continue
         if lazy:
-            bundle = _emptied(bundle)
+            bundle = emptied_store(bundle)
         query_set = QUERY_SETS[set_name](Path(data), bundle.kb)
         with tempfile.TemporaryDirectory() as scratch:
             query_encoder = bundle.query_encoder() if lazy else None  # cleared before the second pass

@@ -86,6 +86,19 @@ def publish(text: str, write: bool, area: str) -> None:
         write_text_atomic(PAGE, render(LOG_DIR))
 
 
+def emptied_store(bundle):
+    """`bundle` reloaded with its encoder's vector store emptied, so that a pass starts from no
+    stored name, as on a fresh install. The store is saved first: vectors it still held would
+    otherwise be written into the emptied directory when it is released."""
+    import shutil
+
+    from babelink.bundle.store import load_bundle
+
+    bundle.dense.store.save()
+    shutil.rmtree(bundle.dense.store.directory, ignore_errors=True)
+    return load_bundle(bundle.path)
+
+
 def cached_bundle(data: Path, kb_name: str, *, types: str | None = None, **options) -> Path:
     """A bundle of a shared KB (`open-umls`, `ctd-medic`) built with `build_bundle` `options`,
     reused across benchmark runs while the code that determines a bundle's content is unchanged

@@ -1,4 +1,4 @@
-"""`benchmarks/normalization.py`'s lazy systems: each set's first pass starts from an empty store."""
+"""The benchmarks' lazy systems (`report.emptied_store`): each first pass starts from an empty store."""
 
 import gc
 
@@ -9,7 +9,7 @@ from babelink.index.dense import DenseParams
 from babelink.kb.base import KnowledgeBaseBuilder
 from babelink.linker import Linker
 
-normalization = benchmark_script("normalization")
+report = benchmark_script("report")
 
 
 def test_an_emptied_lazy_bundle_gets_no_vector_its_predecessor_held(tmp_path, monkeypatch, tiny_encoder_dir):
@@ -21,7 +21,7 @@ def test_an_emptied_lazy_bundle_gets_no_vector_its_predecessor_held(tmp_path, mo
                                       dense_params=DenseParams(kind="lazy")))
     linker = Linker(bundle)
     linker.normalize(["asthma", "diabetes"])  # names encoded and held, not yet saved
-    emptied = normalization._emptied(bundle)
+    emptied = report.emptied_store(bundle)
     del bundle, linker
     gc.collect()  # the first bundle's store is released: it must have nothing left to write
     assert len(emptied.dense.store) == 0
