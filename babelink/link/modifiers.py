@@ -24,15 +24,17 @@ MODIFIER_TYPES = frozenset({"T079", "T080", "T081", "T082", "HP:0012823", "HP:00
 
 
 def concept_types(kb: KnowledgeBase) -> dict[str, frozenset[str]]:
-    """The types of every concept that has any."""
+    """The types of every concept that has any, semantic groups aside (`is_modifier`)."""
     ids, types = (kb.concepts.column(name).to_pylist() for name in ("concept_id", "types"))
-    return {concept_id: frozenset(found) for concept_id, found in zip(ids, types) if found}
+    typed = ((concept_id, frozenset(found or ()).difference(SEMANTIC_GROUPS)) for concept_id, found in zip(ids, types))
+    return {concept_id: found for concept_id, found in typed if found}
 
 
 def is_modifier(concept_id: str, types: Mapping[str, frozenset[str]], modifier_types: frozenset[str]) -> bool:
-    """Whether the concept has types and all of them, semantic groups aside, are modifier types (a
-    concept that is also a disease or phenotype stays a mention). A group is the coarser word: the
-    default joins HPO's modifier *Borderline* to ICD-10's Borderline leprosy through HPO's own
-    cross-reference, which makes it DISO, and "borderline" in a text is still no mention."""
-    found = types.get(concept_id, frozenset()).difference(SEMANTIC_GROUPS)
+    """Whether the concept has types (`concept_types`: semantic groups aside) and all of them are
+    modifier types (a concept that is also a disease or phenotype stays a mention). A group is the
+    coarser word: the default joins HPO's modifier *Borderline* to ICD-10's Borderline leprosy
+    through HPO's own cross-reference, which makes it DISO, and "borderline" in a text is still no
+    mention."""
+    found = types.get(concept_id)
     return bool(found) and found <= modifier_types
