@@ -68,6 +68,8 @@ class NameVectors:
 
     params: DenseParams
     dimension: int
+    #: Whether `vectors` encodes names on first need (the lazy index) rather than reading them.
+    encodes_on_demand: bool = False
 
     def search(self, queries: np.ndarray, k: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         raise NotImplementedError

@@ -32,6 +32,8 @@ class LazyNameIndex(NameVectors):
     (`attach`ed by the bundle, else loaded by `load_encoder` on first need), the one its manifest
     `encoder_entry` describes. `approximate` (None: no search of its own) finds the rows `search` gives."""
 
+    encodes_on_demand = True
+
     def __init__(self, params: DenseParams, strings: Sequence[str], encoder_entry: dict, store: VectorStore,
                  load_encoder: Callable[[], Encoder], approximate: ApproximateNames | None = None):
         if approximate is not None and len(approximate) != len(strings):

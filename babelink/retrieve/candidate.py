@@ -130,8 +130,39 @@ class CandidateGenerator(Protocol):
 
 
 def deciding_at(generator: CandidateGenerator, threshold: float) -> CandidateGenerator:
-    """`generator` for a caller that keeps only answers scoring `threshold` or more: a generator
-    whose shortcuts depend on that threshold (a translating one skips renderings of confident
-    mentions) defines `deciding_at(threshold)`; any other is used as it is."""
+    """`generator` for a caller that keeps only answers scoring `threshold` or more (`link`): a
+    generator whose shortcuts depend on that threshold (a translating one skips renderings of
+    confident mentions) defines `deciding_at(threshold)`, and one with a cheaper search whose best
+    score never exceeds its own defines `screening()` (`ScreenedGenerator`); any other is used as it is."""
     adjust = getattr(generator, "deciding_at", None)
-    return generator if adjust is None else adjust(threshold)
+    decided = generator if adjust is None else adjust(threshold)
+    screening = getattr(generator, "screening", None)
+    screen = None if screening is None else screening()
+    return decided if screen is None else ScreenedGenerator(deciding_at(screen, threshold), decided, threshold)
+
+
+class ScreenedGenerator:
+    """Mentions searched by `screen` first, and only those it answers at `threshold` or more by
+    `full`: a caller that keeps only such answers gets `full`'s, searched for far fewer mentions.
+
+    `screen` is `full` with a narrower search (`HybridGenerator.screening`: where each name is
+    encoded on first need, the encoder's cost is the names it scores). Its best candidate is one of
+    `full`'s candidates, so it never scores above `full`'s best: every answer kept is exactly
+    `full`'s, and a mention is lost only where `full` alone reaches the threshold (measured in
+    benchmarks/log/notes.md). A mention below the threshold gets the screen's best candidate alone."""
+
+    def __init__(self, screen: CandidateGenerator, full: CandidateGenerator, threshold: float):
+        self.screen, self.full, self.threshold = screen, full, threshold
+
+    def generate(self, normalized: Sequence[str], top_k: int, capitals: Sequence[bool] | None = None,
+                 langs: Sequence[str | None] | None = None) -> list[list[Candidate]]:
+        found = self.screen.generate(normalized, 1, capitals, langs)
+        sure = [position for position, candidates in enumerate(found)
+                if candidates and candidates[0].score >= self.threshold]
+        if sure:
+            answers = self.full.generate([normalized[position] for position in sure], top_k,
+                                         None if capitals is None else [capitals[position] for position in sure],
+                                         None if langs is None else [langs[position] for position in sure])
+            for position, candidates in zip(sure, answers):
+                found[position] = candidates
+        return found

@@ -7,7 +7,8 @@ a concept's score is that of its best-matching name.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from copy import copy
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -157,10 +158,14 @@ class HybridParams:
     (benchmarks/log/tuning.md): the TF-IDF shortlist contributes candidates,
     and the encoder's cosine ranks them. Giving the sparse cosine weight helped English dev sets
     by up to 2 points and cost the French one 8, so the mean favours w = 1.
+
+    `screening_pool` is each retriever's pool in the screening search `link` runs first where
+    names are encoded on first need (`screening`): the encoder then scores a quarter of the names.
     """
 
     dense_weight: float = 1.0
     pool: int = 32
+    screening_pool: int = 8
 
 
 class HybridGenerator:
@@ -180,6 +185,18 @@ class HybridGenerator:
         if not normalized:
             return []
         return self.rank(normalized, self._encoder.encode(normalized), top_k, capitals)
+
+    def screening(self) -> HybridGenerator | None:
+        """This generator with each retriever's pool cut to its `screening_pool` best strings, for a
+        caller that keeps only confident answers (`candidate.ScreenedGenerator`), where the dense
+        index encodes each name on first need: the names it scores are a prefix of each pool, so
+        its best never exceeds this generator's. None where the vectors are stored (nothing to save)
+        or the pool is that narrow already."""
+        if not self._dense.encodes_on_demand or self.params.pool <= self.params.screening_pool:
+            return None
+        screen = copy(self)
+        screen.params = replace(self.params, pool=self.params.screening_pool)
+        return screen
 
     def rank(self, normalized: Sequence[str], vectors: np.ndarray, top_k: int,
              capitals: Sequence[bool] | None = None) -> list[list[Candidate]]:

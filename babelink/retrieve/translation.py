@@ -47,6 +47,12 @@ class TranslatingGenerator:
             return self
         return TranslatingGenerator(self.base, self.renderer, self.names, confident)
 
+    def screening(self) -> TranslatingGenerator | None:
+        """This generator over its base's screening search (`candidate.ScreenedGenerator`), if it has one."""
+        screening = getattr(self.base, "screening", None)
+        screen = None if screening is None else screening()
+        return None if screen is None else TranslatingGenerator(screen, self.renderer, self.names, self.confident)
+
     def renderings(self, normalized: Sequence[str], langs: Sequence[str | None] | None = None) -> list[list[str]]:
         """Each mention's English renderings; none for a mention that is a KB name as written."""
         langs = langs or [None] * len(normalized)
