@@ -146,10 +146,10 @@ class ScreenedGenerator:
     `full`: a caller that keeps only such answers gets `full`'s, searched for far fewer mentions.
 
     `screen` is `full` with a narrower search (`HybridGenerator.screening`: where each name is
-    encoded on first need, the encoder's cost is the names it scores). Its best candidate is one of
-    `full`'s candidates, so it never scores above `full`'s best: every answer kept is exactly
-    `full`'s, and a mention is lost only where `full` alone reaches the threshold (measured in
-    benchmarks/log/notes.md). A mention below the threshold gets the screen's best candidate alone."""
+    encoded on first need, the encoder's cost is the names it scores), whose names are among those
+    `full` scores. Every answer kept is exactly `full`'s; a mention is lost only where `full` alone
+    reaches the threshold (none of 5,701 dev mentions, benchmarks/log/notes.md). A mention the screen
+    leaves below the threshold gets the screen's best candidate alone."""
 
     def __init__(self, screen: CandidateGenerator, full: CandidateGenerator, threshold: float):
         self.screen, self.full, self.threshold = screen, full, threshold

@@ -58,7 +58,7 @@ def test_hybrid_bundle_fuses_both_scores(kb, tiny_encoder_dir, tmp_path):
     params = HybridParams(dense_weight=0.3, pool=8)
     path = build_bundle(kb, tmp_path / "b", retriever="hybrid", encoder=tiny_encoder_dir, hybrid_params=params)
     bundle = load_bundle(path)
-    assert bundle.manifest["hybrid"] == {"dense_weight": 0.3, "pool": 8, "screening_pool": 8}
+    assert bundle.manifest["hybrid"] == {"dense_weight": 0.3, "pool": 8, "screening_pool": 12}
     assert bundle.manifest["dense"]["encoder"]["name"] == str(tiny_encoder_dir)
     assert len(bundle.dense) == len(bundle.names)
     candidates = Linker(bundle).normalize("diabetes melitus", top_k=4)
