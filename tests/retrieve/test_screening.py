@@ -108,5 +108,5 @@ def test_a_translating_generator_screens_through_its_base(kb, tmp_path, contextu
     screened = deciding_at(translating, 0.99)
     assert isinstance(screened, ScreenedGenerator) and isinstance(screened.screen, TranslatingGenerator)
     assert screened.screen.confident == screened.full.confident == 0.99
-    [found] = screened.generate(["asma"], 3, langs=["es"])
-    assert found == translating.generate(["asma"], 3, langs=["es"])[0] or found[0].score < 0.99
+    [found] = screened.generate(["asma"], 3, langs=["es"])  # rendered "asthma", a name: the full answer
+    assert found[0].score >= 0.99 and found == translating.generate(["asma"], 3, langs=["es"])[0]
