@@ -15,8 +15,11 @@ more English names use. Medical words are mostly shared Greek and Latin, so a pa
 evidence of its own: the same word once accents are folded ("arterial" in a Spanish and an English
 name of one concept: once is enough), then cognates (the same first letters, Simard, Foster &
 Isabelle 1992; `MiningParams.cognate_prefix`) link before any other pair of their concept and rank
-above the other senses. Of the mined Latin-script words that the MUSE dictionaries list, up to 14
-points more have a first sense MUSE gives (benchmarks/mined_lexicon.py).
+above the other senses. A cognate met in one concept only is kept where the word has senses of its
+own, ahead of them: French "artérielle" meets "arterial" in one HPO label and "pressure" in two
+ICD-10 titles (*tension artérielle*), and renders as "arterial" first. Of the mined Latin-script
+words that the MUSE dictionaries list, up to 14 points more have a first sense MUSE gives
+(benchmarks/mined_lexicon.py).
 
 Chinese and Japanese names have no spaces to split words on, and the segmentation a lexicon is
 meant to provide is not there yet: their Han runs give every character n-gram of up to
@@ -150,7 +153,8 @@ def _mine_language(words_by_concept: dict[str, dict[str, dict[str, Occurrences]]
     English phrase around its word where it nearly always meets the phrase (`_phrase_around`).
     The same word links first, then cognates, then the rest. A sense's score is the Dice
     coefficient of its links; the same word comes first, then cognates, both kept below `min_dice`,
-    and the same word from a single concept."""
+    and the same word from a single concept; so is a cognate from a single concept, for a word
+    that keeps other senses."""
     aligned = []
     for by_lang in words_by_concept.values():
         if by_lang.get(lang) and by_lang.get("en"):
@@ -193,10 +197,16 @@ def _mine_language(words_by_concept: dict[str, dict[str, dict[str, Occurrences]]
             taken_english.update(sense.split())
             taken_chars.update((n, char) for n, start, end in free for char in range(start, end))
     scored: dict[str, list[tuple[int, float, int, str]]] = defaultdict(list)
+    once_met: list[tuple[str, tuple[int, float, int, str]]] = []
     for pair, count in links.items():
         kin, score = kinship(*pair), dice(pair, count)
         if (count >= params.min_concepts or kin == SAME_WORD) and (score >= params.min_dice or kin):
             scored[pair[0]].append((-kin, -score, -count, pair[1]))
+        elif kin == COGNATES:
+            once_met.append((pair[0], (-kin, -score, -count, pair[1])))
+    for foreign, sense in once_met:  # a further sense of a word kept, never a word's only one
+        if foreign in scored:
+            scored[foreign].append(sense)
     return {foreign: tuple(english for *_, english in sorted(found)[: params.senses])
             for foreign, found in sorted(scored.items())}
 

@@ -81,6 +81,17 @@ def test_a_word_spelled_alike_outranks_a_stronger_association():
     assert "vascularite" not in french  # a cognate, but in one concept only
 
 
+def test_a_cognate_met_once_leads_the_senses_of_a_word_kept_for_others():
+    # "artérielle" names blood pressure in two French titles (*tension artérielle*), "arterial" in one
+    pairs = [("Arterial hypertension", "Hypertension artérielle"), ("Pressure", "Artérielle"),
+             ("Pressure", "Artérielle")]
+    builder = KnowledgeBaseBuilder()
+    for number, (english, french) in enumerate(pairs):
+        builder.add_name(f"C{number}", english, lang="en")
+        builder.add_name(f"C{number}", french, lang="fr")
+    assert mine_lexicon(builder.build()).entries("fr")["artérielle"] == ("arterial", "pressure")
+
+
 CHINESE = [
     ("Type 1 diabetes mellitus", "1型糖尿病"),
     ("Type 2 diabetes mellitus", "2型糖尿病"),
