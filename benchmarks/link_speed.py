@@ -98,9 +98,9 @@ def main() -> None:
          f"machine: {machine()} · torch {torch.__version__}, {torch.get_num_threads()} threads"), "",
         (f"The first {len(documents)} NCBI-disease test abstracts ({sum(len(d.text) for d in documents):,} "
          f"characters, {len(reference):,} mentions found as shipped). Each first pass started from an empty name "
-         f"store: without the screening search it encoded {wide_encoded:,} names, as shipped {encoded:,}. Of the "
-         f"mentions linked without it, {lost:,} were not linked as shipped, and {gained:,} linked as shipped were "
-         f"not linked without it (span and concept, over one store). Then, names stored, query vectors and "
+         f"store: without the screening search it encoded {wide_encoded:,} names, as shipped {encoded:,}. Mentions "
+         f"linked without it but not as shipped: {lost:,}; as shipped but not without it: {gained:,} (span and "
+         f"concept, over one store). Then, names stored, query vectors and "
          f"TF-IDF shortlists forgotten before each pass, median of {args.rounds} alternating rounds:"), "",
         "| setting | documents/s | × baseline | rounds |",
         "|---|---:|---:|---|",
