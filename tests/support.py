@@ -33,16 +33,40 @@ is_a: HP:0000001
 """
 
 
-def build_sparse_bundle(names: dict[str, list[str]], out: Path) -> Path:
-    """A real sparse bundle of `{concept id: [preferred name, synonyms…]}`: builds in a second."""
-    from babelink.bundle.store import build_bundle
+def kb_of(names: dict[str, list[str]]):
+    """A KB of `{concept id: [preferred name, synonyms…]}`."""
     from babelink.kb.base import KnowledgeBaseBuilder
 
     builder = KnowledgeBaseBuilder()
     for concept_id, concept_names in names.items():
         for position, name in enumerate(concept_names):
             builder.add_name(concept_id, name, preferred=position == 0)
-    return build_bundle(builder.build(), out, retriever="sparse")
+    return builder.build()
+
+
+def build_sparse_bundle(names: dict[str, list[str]], out: Path) -> Path:
+    """A real sparse bundle of `{concept id: [preferred name, synonyms…]}`: builds in a second."""
+    from babelink.bundle.store import build_bundle
+
+    return build_bundle(kb_of(names), out, retriever="sparse")
+
+
+class CountingEncoder:
+    """A real encoder that records each batch it is asked to encode (`calls`; `texts`, all of them)."""
+
+    def __init__(self, encoder):
+        self.encoder, self.dimension, self.calls = encoder, encoder.dimension, []
+
+    @property
+    def texts(self) -> list[str]:
+        return [text for call in self.calls for text in call]
+
+    def encode(self, texts):
+        self.calls.append(list(texts))
+        return self.encoder.encode(texts)
+
+    def describe(self):
+        return self.encoder.describe()
 
 
 def babelink(*args, stdin=None) -> subprocess.CompletedProcess:

@@ -5,29 +5,15 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support import CountingEncoder, kb_of
 
 from babelink.bundle.store import build_bundle, load_bundle
 from babelink.encoders import open_encoder
 from babelink.encoders.vector_store import FILE, VectorStore, encode_through, store_directory, string_keys
 from babelink.errors import BabelinkError, BundleError
 from babelink.index.dense import DenseParams
-from babelink.kb.base import KnowledgeBaseBuilder
 from babelink.linker import Linker
 from babelink.retrieve.generators import HybridGenerator
-
-
-class CountingEncoder:
-    """A real encoder that records what it was asked to encode."""
-
-    def __init__(self, encoder):
-        self.encoder, self.dimension, self.calls = encoder, encoder.dimension, []
-
-    def encode(self, texts):
-        self.calls.append(list(texts))
-        return self.encoder.encode(texts)
-
-    def describe(self):
-        return self.encoder.describe()
 
 
 @pytest.fixture
@@ -38,16 +24,12 @@ def home(tmp_path, monkeypatch):
 
 @pytest.fixture
 def kb():
-    builder = KnowledgeBaseBuilder()
-    for concept_id, names in {
+    return kb_of({
         "C1": ["Myocardial infarction", "Heart attack", "Infarto de miocardio"],
         "C2": ["Diabetes mellitus", "Diabetes"],
         "C3": ["Asthma", "Asma bronquial"],
         "C4": ["Arterial hypertension", "Hipertensión arterial"],
-    }.items():
-        for position, name in enumerate(names):
-            builder.add_name(concept_id, name, preferred=position == 0)
-    return builder.build()
+    })
 
 
 def test_store_keeps_vectors_across_instances(tmp_path):

@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+from support import kb_of
 
 from babelink.index.names import NameTable
 from babelink.index.sparse import TfidfNameIndex, TfidfParams
@@ -18,11 +19,7 @@ TEN_NAMES = {
 
 
 def tiny_kb():
-    builder = KnowledgeBaseBuilder()
-    for concept_id, names in TEN_NAMES.items():
-        for position, name in enumerate(names):
-            builder.add_name(concept_id, name, preferred=position == 0)
-    return builder.build()
+    return kb_of(TEN_NAMES)
 
 
 def test_name_table_deduplicates_strings_and_keeps_all_concepts():

@@ -7,6 +7,7 @@ from dataclasses import replace
 import numpy as np
 import pyarrow as pa
 import pytest
+from support import CountingEncoder
 
 from babelink.augment import DFT_SOURCE, apply_dft, dft_split, mention_pairs, span_kb
 from babelink.bundle.store import MANIFEST, build_bundle, load_bundle
@@ -78,25 +79,11 @@ def test_dense_bundle_ranks_by_encoder_cosine(kb, tiny_encoder_dir, tmp_path):
     assert (top.concept_id, top.dense_score) == ("MESH:D009203", pytest.approx(1.0, abs=1e-5))
 
 
-class _CountingEncoder:
-    """The bundle's encoder, recording what it was asked to encode."""
-
-    def __init__(self, encoder):
-        self.inner, self.dimension, self.texts = encoder, encoder.dimension, []
-
-    def encode(self, texts):
-        self.texts += list(texts)
-        return self.inner.encode(texts)
-
-    def describe(self):
-        return self.inner.describe()
-
-
 @pytest.mark.parametrize("kind", ["flat", "hnsw"])
 def test_a_query_written_as_a_kb_name_takes_its_stored_vector(kb, tiny_encoder_dir, tmp_path, kind):
     bundle = load_bundle(build_bundle(kb, tmp_path / "b", retriever="hybrid", encoder=tiny_encoder_dir,
                                       dense_params=DenseParams(kind=kind)))
-    counting = _CountingEncoder(bundle.encoder())
+    counting = CountingEncoder(bundle.encoder())
     stored, fresh = Linker(bundle, encoder=counting), Linker(bundle, encoder=CachedEncoder(bundle.encoder()))
     queries = ["Heart attack", "infarto de miocardio", "heart atack", "ASMA"]
     for ours, theirs in zip(stored.normalize(queries, top_k=3), fresh.normalize(queries, top_k=3)):

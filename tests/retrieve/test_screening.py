@@ -2,10 +2,10 @@
 pools first, and only those that reach the link threshold are ranked in full."""
 
 import pytest
+from support import CountingEncoder, kb_of
 
 from babelink.bundle.store import build_bundle, load_bundle
 from babelink.index.dense import DenseParams
-from babelink.kb.base import KnowledgeBaseBuilder
 from babelink.linker import Linker
 from babelink.retrieve.candidate import ScreenedGenerator, deciding_at
 from babelink.retrieve.generators import HybridParams
@@ -26,27 +26,9 @@ NAMES = {
 TEXT = "Asthma and diabetes mellitus, then arterial hypertension; no cardiac syndrome wording here."
 
 
-class CountingEncoder:
-    """A real encoder that records the texts it encodes (the lazy index encodes names with it)."""
-
-    def __init__(self, encoder):
-        self.encoder, self.dimension, self.texts = encoder, encoder.dimension, []
-
-    def encode(self, texts):
-        self.texts += list(texts)
-        return self.encoder.encode(texts)
-
-    def describe(self):
-        return self.encoder.describe()
-
-
 @pytest.fixture
 def kb():
-    builder = KnowledgeBaseBuilder()
-    for concept_id, names in NAMES.items():
-        for position, name in enumerate(names):
-            builder.add_name(concept_id, name, preferred=position == 0)
-    return builder.build()
+    return kb_of(NAMES)
 
 
 def _linked(bundle_path, home, monkeypatch):
