@@ -136,9 +136,14 @@ def deciding_at(generator: CandidateGenerator, threshold: float) -> CandidateGen
     score never exceeds its own defines `screening()` (`ScreenedGenerator`); any other is used as it is."""
     adjust = getattr(generator, "deciding_at", None)
     decided = generator if adjust is None else adjust(threshold)
-    screening = getattr(generator, "screening", None)
-    screen = None if screening is None else screening()
+    screen = screening_of(generator)
     return decided if screen is None else ScreenedGenerator(deciding_at(screen, threshold), decided, threshold)
+
+
+def screening_of(generator: CandidateGenerator) -> CandidateGenerator | None:
+    """`generator`'s cheaper screening search (`ScreenedGenerator`), None where it has none."""
+    screening = getattr(generator, "screening", None)
+    return None if screening is None else screening()
 
 
 class ScreenedGenerator:

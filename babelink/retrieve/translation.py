@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from babelink.index.names import NameTable
-from babelink.retrieve.candidate import Candidate, CandidateGenerator
+from babelink.retrieve.candidate import Candidate, CandidateGenerator, screening_of
 from babelink.translate.render import Renderer
 
 #: A mention whose best concept scores this much as written is not rendered. The fusion keeps the
@@ -49,8 +49,7 @@ class TranslatingGenerator:
 
     def screening(self) -> TranslatingGenerator | None:
         """This generator over its base's screening search (`candidate.ScreenedGenerator`), if it has one."""
-        screening = getattr(self.base, "screening", None)
-        screen = None if screening is None else screening()
+        screen = screening_of(self.base)
         return None if screen is None else TranslatingGenerator(screen, self.renderer, self.names, self.confident)
 
     def renderings(self, normalized: Sequence[str], langs: Sequence[str | None] | None = None) -> list[list[str]]:
