@@ -28,7 +28,15 @@ what English says in two, so a word linked to one English word takes the two-wor
 it where the two nearly always come together ("糖尿病", *diabetes mellitus*). Within a concept a
 character belongs to one linked word, so once "糖尿病" has its sense, its own "糖尿" takes none;
 at equal association the longer n-gram links first. Thai, Lao, Khmer and Burmese words are longer
-than such n-grams and are not mined. Stop words on either side are never paired.
+than such n-grams and are not mined.
+
+Function words are mined like the rest. Stop-word lists are written for search, not for naming
+diseases: stopwords-iso's English list holds *low*, *high*, *right*, *small* and *first*, without
+which "presión baja" has no "low" and "droite" no "right"; and "de" links to "of" by association,
+so "cáncer de mama" renders as "cancer of breast", which the encoder ranks with *breast cancer*
+as closely as `link` requires. Only spelling is no evidence for them: a function word written as
+an English one ("de", "la", "con", "der") is a coincidence, so a language's stop words take no
+kinship.
 """
 
 from __future__ import annotations
@@ -102,8 +110,6 @@ def mine_lexicon(kb: KnowledgeBase, params: MiningParams = MiningParams()) -> Le
 def _words_by_concept(kb: KnowledgeBase) -> dict[str, dict[str, dict[str, Occurrences]]]:
     """concept → language → the candidate words of its names in that language, each with where
     it occurs when it is a Han n-gram."""
-    stop_words = {lang: stopwordsiso.stopwords(lang) if stopwordsiso.has_lang(lang) else set()
-                  for lang in kb.languages()}
     words: dict[str, dict[str, dict[str, Occurrences]]] = defaultdict(lambda: defaultdict(dict))
     unspaced_names: Counter[tuple[str, str]] = Counter()  # numbers each concept's Chinese or Japanese names
     names = kb.names
@@ -115,30 +121,28 @@ def _words_by_concept(kb: KnowledgeBase) -> dict[str, dict[str, dict[str, Occurr
         normalized = normalize_name(name)
         if not _UNSPACED.search(name):
             tokens = normalized.split()
-            content = [len(word) > 1 and _WORD.search(word) is not None and word not in stop_words[lang]
-                       for word in tokens]
-            found.update((word, ()) for word, kept in zip(tokens, content) if kept)
+            is_word = [len(token) > 1 and _WORD.search(token) is not None for token in tokens]
+            found.update((token, ()) for token, word in zip(tokens, is_word) if word)
             if lang == "en":
                 words[concept_id][_ENGLISH_PHRASES].update((f"{tokens[at]} {tokens[at + 1]}", ())
                                                             for at in range(len(tokens) - 1)
-                                                            if content[at] and content[at + 1])
+                                                            if is_word[at] and is_word[at + 1])
             continue
         unspaced_names[concept_id, lang] += 1
-        for word, places in _unspaced_words(normalized, unspaced_names[concept_id, lang], stop_words[lang]).items():
+        for word, places in _unspaced_words(normalized, unspaced_names[concept_id, lang]).items():
             found[word] = found.get(word, ()) + places
     return words
 
 
-def _unspaced_words(normalized: str, number: int, stop_words: set[str]) -> dict[str, Occurrences]:
+def _unspaced_words(normalized: str, number: int) -> dict[str, Occurrences]:
     """The candidate words of a Chinese or Japanese name (the concept's name `number`): every
-    Han n-gram of up to `MAX_HAN_CHARS` that is not a stop word, and every katakana run."""
+    Han n-gram of up to `MAX_HAN_CHARS`, and every katakana run."""
     found: dict[str, Occurrences] = {}
     for run in _HAN_RUN.finditer(normalized):
         for start in range(run.start(), run.end()):
             for end in range(start + 1, min(run.end(), start + MAX_HAN_CHARS) + 1):
                 gram = normalized[start:end]
-                if gram not in stop_words:
-                    found[gram] = found.get(gram, ()) + ((number, start, end),)
+                found[gram] = found.get(gram, ()) + ((number, start, end),)
     for run in _KATAKANA_RUN.finditer(normalized):
         found.setdefault(run[0], ())
     return found
@@ -151,10 +155,10 @@ def _mine_language(words_by_concept: dict[str, dict[str, dict[str, Occurrences]]
     "infarto" and "miocardio" have taken "infarction" and "myocardial", although it co-occurs
     with all three; a Han n-gram links only where none of its characters is taken, and takes the
     English phrase around its word where it nearly always meets the phrase (`_phrase_around`).
-    The same word links first, then cognates, then the rest. A sense's score is the Dice
-    coefficient of its links; the same word comes first, then cognates, both kept below `min_dice`,
-    and the same word from a single concept; so is a cognate from a single concept, for a word
-    that keeps other senses."""
+    The same word links first, then cognates (never a stop word: spelling is no evidence for
+    those), then the rest. A sense's score is the Dice coefficient of its links; the same word
+    comes first, then cognates, both kept below `min_dice`, and the same word from a single
+    concept; so is a cognate from a single concept, for a word that keeps other senses."""
     aligned = []
     for by_lang in words_by_concept.values():
         if by_lang.get(lang) and by_lang.get("en"):
@@ -172,9 +176,10 @@ def _mine_language(words_by_concept: dict[str, dict[str, dict[str, Occurrences]]
         return 2 * count / (foreign_counts[pair[0]] + english_counts[pair[1]])
 
     folded = {word: fold_accents(word) for word in foreign_counts}
+    function_words = stopwordsiso.stopwords(lang) if stopwordsiso.has_lang(lang) else set()
 
     def kinship(foreign: str, english: str) -> int:
-        return _kinship(folded[foreign], english, params.cognate_prefix)
+        return 0 if foreign in function_words else _kinship(folded[foreign], english, params.cognate_prefix)
 
     links: Counter[tuple[str, str]] = Counter()
     for foreign, english, phrases in aligned:

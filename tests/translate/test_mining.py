@@ -1,6 +1,6 @@
-"""A lexicon mined from a KB's own multilingual names: aligned words become senses, chance and
-stop words do not, Chinese and Japanese words are found without spaces, and a user's lexicon
-keeps the lead."""
+"""A lexicon mined from a KB's own multilingual names: aligned words become senses, chance does
+not, function words link by association and never by spelling, Chinese and Japanese words are
+found without spaces, and a user's lexicon keeps the lead."""
 
 from babelink.kb.base import KnowledgeBaseBuilder
 from babelink.translate import Renderer, english_words
@@ -34,8 +34,7 @@ def test_aligned_words_become_senses_best_first():
     spanish = lexicon.entries("es")
     assert spanish["hipertensión"][0] == "hypertension"
     assert spanish["arterial"][0] == "arterial"
-    assert "esencial" not in spanish  # one shared concept is chance, not evidence
-    assert "del" not in spanish and not any("of" in senses for senses in spanish.values())  # stop words
+    assert "esencial" not in spanish and "del" not in spanish  # one shared concept is chance, not evidence
     assert ("es", MINED) in [(source.lang, source.file) for source in lexicon.sources]
 
 
@@ -90,6 +89,23 @@ def test_a_cognate_met_once_leads_the_senses_of_a_word_kept_for_others():
         builder.add_name(f"C{number}", english, lang="en")
         builder.add_name(f"C{number}", french, lang="fr")
     assert mine_lexicon(builder.build()).entries("fr")["artérielle"] == ("arterial", "pressure")
+
+
+def test_function_words_link_by_association_and_never_by_spelling():
+    # "low" and "right" are English stop words, "droite" a French one; "de" is spelled like the
+    # "de" of an eponym, which it meets once, and meets "of" twice
+    pairs = [("Cancer of breast", "Cancer de sein"), ("Cancer of lung", "Cancer de poumon"),
+             ("Cornelia de Lange syndrome", "Syndrome de Cornelia de Lange"),
+             ("Low blood pressure", "Tension basse"), ("Low platelets", "Plaquettes basses"),
+             ("Low vision", "Vision basse"), ("Right heart failure", "Insuffisance cardiaque droite"),
+             ("Right bundle branch block", "Bloc de branche droite")]
+    builder = KnowledgeBaseBuilder()
+    for number, (english, french) in enumerate(pairs):
+        builder.add_name(f"C{number}", english, lang="en")
+        builder.add_name(f"C{number}", french, lang="fr")
+    french = mine_lexicon(builder.build()).entries("fr")
+    assert french["de"] == ("of",)
+    assert french["basse"] == ("low",) and french["droite"] == ("right",)
 
 
 CHINESE = [
