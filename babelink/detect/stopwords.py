@@ -33,7 +33,10 @@ GUESS_TOKENS = 400
 
 @cache
 def _stopwords(lang: str) -> frozenset[str]:
-    return frozenset(word.casefold() for word in stopwordsiso.stopwords(lang))
+    """The language's list without its numerals: stopwords-iso's Spanish list holds the digits
+    (its Chinese one the full-width ones, its English one "10"), which would end "diabetes
+    mellitus tipo 2" before its number in Spanish text and not in English."""
+    return frozenset(word.casefold() for word in stopwordsiso.stopwords(lang) if not word.isnumeric())
 
 
 def is_acronym(word: str) -> bool:

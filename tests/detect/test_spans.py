@@ -117,6 +117,12 @@ def test_spans_neither_start_nor_end_with_a_stop_word():
     assert not any(s.split()[0] in {"the", "has", "ii"} or s.split()[-1] in {"the", "has", "ii"} for s in spans)
 
 
+def test_numerals_are_never_stop_words():
+    boundaries = BoundaryStopwords().for_language("es")  # stopwords-iso's Spanish list has the digits
+    assert "diabetes mellitus tipo 2" in _texts("El paciente tiene diabetes mellitus tipo 2.", boundaries)
+    assert not any(word.isnumeric() for lang in ("es", "zh", "en") for word in _stopwords(lang))
+
+
 def test_acronyms_are_never_stop_words():
     spans = _texts("children with ALL and all others", frozenset({"all", "and", "with"}))
     assert "ALL" in spans and "all" not in spans
