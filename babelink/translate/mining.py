@@ -122,7 +122,7 @@ def _words_by_concept(kb: KnowledgeBase) -> dict[str, dict[str, dict[str, Occurr
         if not _UNSPACED.search(name):
             tokens = normalized.split()
             is_word = [len(token) > 1 and _WORD.search(token) is not None for token in tokens]
-            found.update((token, ()) for token, word in zip(tokens, is_word) if word)
+            found.update((token, ()) for token, keep in zip(tokens, is_word) if keep)
             if lang == "en":
                 words[concept_id][_ENGLISH_PHRASES].update((f"{tokens[at]} {tokens[at + 1]}", ())
                                                             for at in range(len(tokens) - 1)
