@@ -8,7 +8,10 @@ whose space was lost ("mellitus.Asthma"). A slash separates words but is no barr
 clitic is a token of its own: the
 article or preposition of French, Italian or Catalan glued by an apostrophe to a word that
 starts with a vowel or h ("l'hypertension", "d'épilepsie", "dell'arteria"), so that the word
-after it can start a mention (`Token.elided`). Scripts written without spaces give one token
+after it can start a mention (`Token.elided`). Tokenised corpora and extracted text space the
+apostrophe out ("maladie d ’ Alzheimer" in QUAERO, "d’ insuline" in Mantra): a one-letter clitic
+or "qu" is one then too, so that the mention runs across it; longer words are not (English
+"years' experience" is a possessive). Scripts written without spaces give one token
 per grapheme cluster (a character with its combining marks): Han and kana, and Thai, Lao,
 Khmer and Myanmar, where a cluster is a smaller unit than a CJK character (`Token.weight`).
 
@@ -28,10 +31,13 @@ _UNSPACED_SEA = r"\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}"
 #: The characters of scripts written without spaces, as the body of a `regex` character class.
 UNSPACED_SCRIPTS = _UNSPACED_CJK + _UNSPACED_SEA
 _WORD_CHAR = rf"[[\p{{L}}\p{{M}}\p{{N}}]--[{UNSPACED_SCRIPTS}]]"
+#: What an elided clitic is glued to: a word opening with a vowel or h.
+_ELISION_HOST = "(?i:[aeiouyhàâäæéèêëîïìíôöœòóùûüú])"
 _TOKEN = regex.compile(
     rf"(?P<cjk>[{_UNSPACED_CJK}]\p{{M}}*)"
     rf"|(?P<sea>[{_UNSPACED_SEA}]\p{{M}}*)"
-    rf"|(?P<elided>\p{{L}}{{1,5}}['’](?=(?i:[aeiouyhàâäæéèêëîïìíôöœòóùûüú])))"
+    rf"|(?P<elided>\p{{L}}{{1,5}}['’](?={_ELISION_HOST})"
+    rf"|(?<![\p{{L}}\p{{M}}\p{{N}}])(?:\p{{L}}|(?i:qu)) ?['’](?= ?{_ELISION_HOST}))"
     rf"|(?P<word>{_WORD_CHAR}+(?:(?:['’‐\-]|\.(?!(?<=\p{{Ll}}\p{{Ll}}\.)\p{{Lu}}\p{{Ll}})){_WORD_CHAR}+)*)",
     regex.V1,
 )
