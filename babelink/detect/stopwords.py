@@ -32,7 +32,7 @@ GUESS_TOKENS = 400
 
 
 @cache
-def _stopwords(lang: str) -> frozenset[str]:
+def stop_words(lang: str) -> frozenset[str]:
     """The language's list without its numerals: stopwords-iso's Spanish list holds the digits
     (its Chinese one the full-width ones, its English one "10"), which would end "diabetes
     mellitus tipo 2" before its number in Spanish text and not in English."""
@@ -113,7 +113,7 @@ class ProtectedByLanguage(Mapping[str, Protected]):
 
     def __getitem__(self, lang: str) -> Protected:
         if lang not in self._protected:
-            self._protected[lang] = protected_words(self._names[lang], _stopwords(lang.lower()))
+            self._protected[lang] = protected_words(self._names[lang], stop_words(lang.lower()))
         return self._protected[lang]
 
     def __iter__(self) -> Iterator[str]:
@@ -136,7 +136,7 @@ class BoundaryStopwords:
         if lang is None:
             return Boundaries()
         if lang not in self._by_lang:
-            stopwords, protected = _stopwords(lang.lower()), self.protected.get(lang, Protected())
+            stopwords, protected = stop_words(lang.lower()), self.protected.get(lang, Protected())
             self._by_lang[lang] = Boundaries(stopwords - protected.opening, stopwords - protected.closing,
                                              stopwords & (protected.opening | protected.closing),
                                              protected.opening - stopwords, protected.closing - stopwords)
@@ -157,7 +157,7 @@ def guess_from_stopwords(tokens: Sequence[Token], prefer: Collection[str] = ()) 
         return _guess_unspaced(unspaced)
     if not words:
         return None
-    hits = {lang: sum(word in _stopwords(lang) for word in words) for lang in stopwordsiso.langs()}
+    hits = {lang: sum(word in stop_words(lang) for word in words) for lang in stopwordsiso.langs()}
     most = max(hits.values())
     if most == 0 or most < 0.05 * len(words):
         return None

@@ -46,8 +46,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import regex
-import stopwordsiso
 
+from babelink.detect.stopwords import stop_words
 from babelink.detect.tokenize import UNSPACED_SCRIPTS
 from babelink.errors import BabelinkError
 from babelink.kb.base import KnowledgeBase
@@ -176,7 +176,7 @@ def _mine_language(words_by_concept: dict[str, dict[str, dict[str, Occurrences]]
         return 2 * count / (foreign_counts[pair[0]] + english_counts[pair[1]])
 
     folded = {word: fold_accents(word) for word in foreign_counts}
-    function_words = stopwordsiso.stopwords(lang) if stopwordsiso.has_lang(lang) else set()
+    function_words = stop_words(lang)
 
     def kinship(foreign: str, english: str) -> int:
         return 0 if foreign in function_words else _kinship(folded[foreign], english, params.cognate_prefix)

@@ -15,9 +15,9 @@ from babelink.detect.stopwords import (
     BoundaryStopwords,
     Protected,
     ProtectedByLanguage,
-    _stopwords,
     guess_from_stopwords,
     protected_words,
+    stop_words,
 )
 from babelink.detect.tokenize import joinable, token_texts, tokenize
 
@@ -130,7 +130,7 @@ def test_spans_neither_start_nor_end_with_a_stop_word():
 def test_numerals_are_never_stop_words():
     boundaries = BoundaryStopwords().for_language("es")  # stopwords-iso's Spanish list has the digits
     assert "diabetes mellitus tipo 2" in _texts("El paciente tiene diabetes mellitus tipo 2.", boundaries)
-    assert not any(word.isnumeric() for lang in ("es", "zh", "en") for word in _stopwords(lang))
+    assert not any(word.isnumeric() for lang in ("es", "zh", "en") for word in stop_words(lang))
 
 
 def test_acronyms_are_never_stop_words():
@@ -146,13 +146,13 @@ def test_kb_boundary_words_are_protected():
     boundaries = BoundaryStopwords({"en": protected}).for_language("en")
     assert "high" not in boundaries.no_start and "high" in boundaries.no_end  # it opens names, never closes one
     assert {"the", "of"} <= boundaries.no_start & boundaries.no_end
-    assert boundaries.never_alone == {"high", "small"} & _stopwords("en")
+    assert boundaries.never_alone == {"high", "small"} & stop_words("en")
 
 
 def test_a_letter_that_closes_names_is_no_article_at_their_start():
     names = ["Hepatitis A", "Vitamin A deficiency", "Vitamin A", "Influenza A", "Blood group A", "B cell lymphoma",
              "Hepatitis B", "B cell leukemia", "Fever", "Headache"]
-    boundaries = BoundaryStopwords({"en": protected_words(names, _stopwords("en"))}).for_language("en")
+    boundaries = BoundaryStopwords({"en": protected_words(names, stop_words("en"))}).for_language("en")
     spans = _texts("She has a fever, hepatitis A and a B cell lymphoma. Asthma is a disease.", boundaries)
     assert "hepatitis A" in spans and "fever" in spans and "B cell lymphoma" in spans
     assert not [span for span in spans if span.startswith("a ") or span.endswith(" a")]  # the article edges nothing
@@ -165,7 +165,7 @@ def test_only_names_in_the_texts_language_protect_its_stop_words():
     protected = ProtectedByLanguage(turkish + spanish)
     assert sorted(protected) == ["es", "tr"] and protected.get("de") is None
     assert protected["es"] == Protected()  # the Turkish names do not protect the Spanish article
-    assert protected["tr"].opening | protected["tr"].closing <= _stopwords("tr")  # only stop words are counted
+    assert protected["tr"].opening | protected["tr"].closing <= stop_words("tr")  # only stop words are counted
     boundaries = BoundaryStopwords(protected)
     assert "el" in boundaries.for_language("es").no_start and "el" not in boundaries.for_language("tr").no_start
     assert "el cáncer de colon" not in _texts("el cáncer de colon", boundaries.for_language("es"))
@@ -209,7 +209,7 @@ def test_a_preference_only_ever_breaks_ties(words, prefer):
     assert (unbiased is None) == (preferred is None)
     if preferred is not None and preferred != unbiased:  # both cover the same number of words
         assert preferred in prefer
-        assert sum(w in _stopwords(preferred) for w in words) == sum(w in _stopwords(unbiased) for w in words)
+        assert sum(w in stop_words(preferred) for w in words) == sum(w in stop_words(unbiased) for w in words)
 
 
 def test_language_guess_abstains_without_evidence():
