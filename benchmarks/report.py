@@ -99,14 +99,16 @@ def emptied_store(bundle):
     return load_bundle(bundle.path)
 
 
-def cached_bundle(data: Path, kb_name: str, *, types: str | None = None, **options) -> Path:
+def cached_bundle(data: Path, kb_name: str, *, types: str | None = None, without_lang: str | None = None,
+                  **options) -> Path:
     """A bundle of a shared KB (`open-umls`, `ctd-medic`) built with `build_bundle` `options`,
     reused across benchmark runs while the code that determines a bundle's content is unchanged
     (keyed by the committed sources of `BUNDLE_CODE` and the options), so dense bundles are
     encoded once per version of that code. Package data beside the code (a trained encoder shipped
     in `babelink/encoders/trained/`) is not in the key: it changes only bundles built with it,
     keyed by its fingerprint. `types="hpo"`: the concepts typed by HPO's branches
-    (`hpo_branches`), as `babelink build --types-from hp.obo` types them."""
+    (`hpo_branches`), as `babelink build --types-from hp.obo` types them. `without_lang`: the KB
+    without that language's names (`KnowledgeBase.select_languages`), as `build --lang` reads it."""
     import hashlib
     import json
 
@@ -120,7 +122,8 @@ def cached_bundle(data: Path, kb_name: str, *, types: str | None = None, **optio
     listing = subprocess.run(["git", "ls-tree", "-r", "HEAD", "--", *BUNDLE_CODE], cwd=ROOT,
                              capture_output=True, text=True, check=False).stdout.splitlines()
     tree = [line for line in listing if line.endswith(".py")]  # mode, type, blob and path of each source
-    key_options = {**options, **({"types": types} if types else {})}
+    key_options = {**options, **({"types": types} if types else {}),
+                   **({"without_lang": without_lang} if without_lang else {})}
     encoder = options.get("encoder", "default")
     if encoder != "default":  # a retrained checkpoint in the same directory must not reuse the old bundle
         from babelink.encoders import checkpoint_path
@@ -138,6 +141,8 @@ def cached_bundle(data: Path, kb_name: str, *, types: str | None = None, **optio
         kb = read_kb(data / KB_FILES[kb_name])
         if types == "hpo":
             kb = types_from_ontology(kb, hpo_branches())[0]
+        if without_lang:
+            kb = kb.select_languages(frozenset(kb.languages()) - {without_lang})
         with progress_bar(f"building {path.name}") as progress:
             build_bundle(kb, path, progress=progress, **options)
     read_through(path)

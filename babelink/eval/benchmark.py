@@ -20,6 +20,7 @@ from babelink.formats.document import NormalizationQuery, mentions_from_document
 from babelink.formats.pubtator import iter_pubtator
 from babelink.formats.xlbel import read_xlbel
 from babelink.kb.base import KnowledgeBase
+from babelink.text import normalize_name
 
 XLBEL_LANGUAGES = ("en", "es", "de", "zh", "ja")
 MANTRA_LANGUAGES = {"English": "en", "Spanish": "es", "French": "fr"}
@@ -115,3 +116,30 @@ def _searched_text(query: NormalizationQuery, resolve_abbreviations: bool) -> st
     if resolve_abbreviations and query.context:
         return expand_abbreviations(query.mention, abbreviation_map(query.context))
     return query.mention
+
+
+def held_out_names_set(kb: KnowledgeBase, lang: str, size: int = 400, seed: int = 0) -> tuple[QuerySet, KnowledgeBase]:
+    """Queries in a language no annotated corpus here covers: `size` of the KB's own name strings in
+    `lang` (a seeded sample), to be searched against the KB without that language's names (the
+    second value), as XL-BEL searches Wikipedia's names of a concept against UMLS. A string that the
+    remaining KB holds as written (a Latin or English name copied into the translation) is left out:
+    it is found by its spelling, not across languages. Gold: every concept the string names in `lang`
+    that keeps a name in another language. `read`: the language's distinct strings."""
+    import random
+
+    names = kb.names.select(["concept_id", "name", "lang"]).to_pydict()
+    gold: dict[str, dict[str, None]] = {}
+    surface: dict[str, str] = {}
+    for concept, name, name_lang in zip(names["concept_id"], names["name"], names["lang"]):
+        if name_lang == lang and (key := normalize_name(name)):
+            gold.setdefault(key, {})[concept] = None
+            surface.setdefault(key, name)
+    rest = kb.select_languages(frozenset(kb.languages()) - {lang})
+    kept_strings = {normalize_name(name) for name in rest.names.column("name").to_pylist()}
+    candidates = []
+    for key in sorted(gold):
+        concepts = tuple(concept for concept in gold[key] if concept in rest)
+        if concepts and key not in kept_strings:
+            candidates.append(NormalizationQuery(surface[key], concepts, lang))
+    sample = random.Random(seed).sample(candidates, min(size, len(candidates)))
+    return QuerySet(f"KB names, {lang} held out", tuple(sample), len(gold)), rest
