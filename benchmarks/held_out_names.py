@@ -111,11 +111,13 @@ def report(runs: dict, size: int, encoder: str, command: str, measured_at: str) 
     for lang, run in runs.items():
         cells = " | ".join(f"{run['results'][s]['acc@1']:.3f} / {run['results'][s]['acc@5']:.3f}" for s in systems)
         lines.append(f"| {lang} | {run['n']:,} / {run['read']:,} | {'yes' if run['lexicon'] else 'no'} | {cells} |")
-    for label, chosen in (("languages with a lexicon", [r for r in runs.values() if r["lexicon"]]),
-                          ("all languages", list(runs.values()))):
-        if chosen:
-            means = " | ".join(f"{sum(r['results'][s]['acc@1'] for r in chosen) / len(chosen):.3f}" for s in systems)
-            lines.append(f"| mean Acc@1, {label} ({len(chosen)}) | | | {means} |")
+    lines += ["", "Unweighted means of Acc@1 over the languages:", "",
+              "| languages | system | mean Acc@1 |", "|---|---|---:|"]
+    for label, chosen in (("with a MUSE lexicon", [lang for lang, r in runs.items() if r["lexicon"]]),
+                          ("all", list(runs))):
+        for system in systems if chosen else ():
+            mean = sum(runs[lang]["results"][system]["acc@1"] for lang in chosen) / len(chosen)
+            lines.append(f"| {label} ({', '.join(chosen)}) | {system} | {mean:.3f} |")
     if encoder != "default":
         lines += ["", trained_on(encoder, list(runs)) + "."]
     return "\n".join(lines) + "\n"
