@@ -20,8 +20,9 @@ from babelink.errors import InvalidInputError
 #: Longest mention `normalize` accepts; longer strings are text, not mentions.
 MAX_MENTION_CHARS = 1000
 #: Revision of `normalize_name`, recorded by a bundle with the name strings it normalised: 2 removes
-#: `_SILENT` characters. Raise it with any change that can normalise a string otherwise.
-NAME_NORMALIZATION = 2
+#: `_SILENT` characters; 3 folds Turkish "İ" to "i". Raise it with any change that can normalise a
+#: string otherwise.
+NAME_NORMALIZATION = 3
 
 _SPACE = re.compile(r"\s+")
 _WORDS = re.compile(r"[^\W_]+")
@@ -65,7 +66,9 @@ def _traditional_to_simplified():
 def normalize_name(text: str) -> str:
     """NFKC, case-folded, Han folded to simplified, delimiters replaced by spaces, characters that
     leave a word as it is removed ("hyper\u00adtension", "حُمَّى"), whitespace collapsed and stripped."""
-    folded = unicodedata.normalize("NFKC", text).casefold()
+    # Case folding writes Turkish "İ" as "i" and a combining dot above, which no lowercase
+    # spelling of the word has ("İnce" would not equal "ince"); an "i" carries its dot already.
+    folded = unicodedata.normalize("NFKC", text).casefold().replace("i\u0307", "i")
     # Only Han runs reach OpenCC: it rejects lone surrogates, and its t2s phrases are all Han.
     folded = _HAN_RUN.sub(lambda run: _traditional_to_simplified().convert(run[0]), folded)
     return _SPACE.sub(" ", folded.translate(_DELIMITERS)).strip()

@@ -18,6 +18,7 @@ from babelink.text import MAX_MENTION_CHARS, holds_capitals, normalize_name, nor
         ("Diabète (type 2)", "diabète type 2"),  # accents are kept: they distinguish words
         ("non-small-cell", "non small cell"),
         ("Straße", "strasse"),  # case folding, not just lower()
+        ("İŞİTME İnce", "işitme ince"),  # Turkish dotted capital I: no combining dot left behind
         ("異物堵塞。", "异物堵塞"),  # traditional Han folded to simplified
         ("黃斑部水腫", "黄斑部水肿"),
         ("アルサス型反応", "アルサス型反応"),  # kana and Japanese-only kanji are left alone
