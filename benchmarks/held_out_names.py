@@ -1,5 +1,4 @@
-"""Normalization in languages no annotated corpus here covers: a KB's own names in one language,
-searched against the KB without that language.
+"""Normalization in languages without a corpus: a KB's names in one language, searched in the KB without them.
 
     python benchmarks/held_out_names.py [--data ../shared/data] [--no-write] [--languages tr,cs,…]
         [--size 400] [--encoder NAME|DIR]
