@@ -63,12 +63,17 @@ def _traditional_to_simplified():
     return opencc.OpenCC("t2s")
 
 
+def fold_case(text: str) -> str:
+    """Case folding as names and stop words are compared: `str.casefold`, except that Turkish "İ"
+    becomes "i", not "i" and a combining dot above, which no lowercase spelling of the word has
+    ("İnce" would not equal "ince"); an "i" carries its dot already."""
+    return text.casefold().replace("i\u0307", "i")
+
+
 def normalize_name(text: str) -> str:
     """NFKC, case-folded, Han folded to simplified, delimiters replaced by spaces, characters that
     leave a word as it is removed ("hyper\u00adtension", "حُمَّى"), whitespace collapsed and stripped."""
-    # Case folding writes Turkish "İ" as "i" and a combining dot above, which no lowercase
-    # spelling of the word has ("İnce" would not equal "ince"); an "i" carries its dot already.
-    folded = unicodedata.normalize("NFKC", text).casefold().replace("i\u0307", "i")
+    folded = fold_case(unicodedata.normalize("NFKC", text))
     # Only Han runs reach OpenCC: it rejects lone surrogates, and its t2s phrases are all Han.
     folded = _HAN_RUN.sub(lambda run: _traditional_to_simplified().convert(run[0]), folded)
     return _SPACE.sub(" ", folded.translate(_DELIMITERS)).strip()

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from babelink.detect.stopwords import Boundaries, is_acronym
 from babelink.detect.tokenize import Token, joinable
-from babelink.text import written_in_capitals
+from babelink.text import fold_case, written_in_capitals
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ def edge_stops(text: str, tokens: Sequence[Token], boundaries: Boundaries, defin
         return is_acronym(word) and (not shouting or word in defined)
 
     def stop(words: frozenset[str], capitals: frozenset[str] = frozenset()) -> list[bool]:
-        return [token.elided or (token.text.casefold() in words and not acronym(token.text)
+        return [token.elided or (fold_case(token.text) in words and not acronym(token.text)
                                  and (shouting or token.text not in capitals)) for token in tokens]
 
     return (stop(boundaries.no_start, boundaries.capital_start), stop(boundaries.no_end, boundaries.capital_end),

@@ -24,6 +24,7 @@ from functools import cache
 import stopwordsiso
 
 from babelink.detect.tokenize import Token, token_texts
+from babelink.text import fold_case
 
 PROTECT_MIN_NAMES = 2
 PROTECT_MIN_SHARE = 0.3
@@ -36,7 +37,7 @@ def stop_words(lang: str) -> frozenset[str]:
     """The language's list without its numerals: stopwords-iso's Spanish list holds the digits
     (its Chinese one the full-width ones, its English one "10"), which would end "diabetes
     mellitus tipo 2" before its number in Spanish text and not in English."""
-    return frozenset(word.casefold() for word in stopwordsiso.stopwords(lang) if not word.isnumeric())
+    return frozenset(fold_case(word) for word in stopwordsiso.stopwords(lang) if not word.isnumeric())
 
 
 def is_acronym(word: str) -> bool:
@@ -83,13 +84,13 @@ def protected_words(names: Iterable[str], candidates: frozenset[str]) -> Protect
     closing: Counter[str] = Counter()
     anywhere: Counter[str] = Counter()
     for name in names:
-        words = [word.upper() if len(word) == 1 else word.casefold() for word in token_texts(name)
+        words = [word.upper() if len(word) == 1 else fold_case(word) for word in token_texts(name)
                  if not is_acronym(word)]
         if not words:
             continue
-        anywhere.update(word for word in words if word.casefold() in candidates)
-        opening.update(word for word in words[:1] if word.casefold() in candidates)
-        closing.update(word for word in words[-1:] if word.casefold() in candidates)
+        anywhere.update(word for word in words if fold_case(word) in candidates)
+        opening.update(word for word in words[:1] if fold_case(word) in candidates)
+        closing.update(word for word in words[-1:] if fold_case(word) in candidates)
 
     def protected(edge: Counter[str]) -> frozenset[str]:
         return frozenset(word for word, count in edge.items()
@@ -151,7 +152,7 @@ def guess_from_stopwords(tokens: Sequence[Token], prefer: Collection[str] = ()) 
     Related languages share their commonest words ("и", "у" are Russian and Bulgarian): a tie
     goes to a language in `prefer` (those the caller can read: its names' and lexicons'), then
     to the first in alphabetical order."""
-    words = [token.text.casefold() for token in tokens[:GUESS_TOKENS] if not token.unspaced]
+    words = [fold_case(token.text) for token in tokens[:GUESS_TOKENS] if not token.unspaced]
     unspaced = [token.text for token in tokens[:GUESS_TOKENS] if token.unspaced]
     if len(unspaced) > len(words):
         return _guess_unspaced(unspaced)

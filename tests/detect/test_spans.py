@@ -133,6 +133,13 @@ def test_numerals_are_never_stop_words():
     assert not any(word.isnumeric() for lang in ("es", "zh", "en") for word in stop_words(lang))
 
 
+def test_a_turkish_stop_word_opening_with_a_dotted_capital_i_is_still_one():
+    boundaries = BoundaryStopwords().for_language("tr")  # "için" (for) is in stopwords-iso's Turkish list
+    spans = _texts("İçin hipertansiyon tedavisi", boundaries)
+    assert "hipertansiyon tedavisi" in spans
+    assert not any(span.startswith("İçin") for span in spans)
+
+
 def test_acronyms_are_never_stop_words():
     spans = _texts("children with ALL and all others", frozenset({"all", "and", "with"}))
     assert "ALL" in spans and "all" not in spans
