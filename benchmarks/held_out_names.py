@@ -87,9 +87,10 @@ def trained_on(encoder: str, languages: list[str]) -> str:
     """What the artefact's manifest says about the measured languages: which it held out of training."""
     from babelink.encoders.artefacts import packaged, read_manifest
 
-    if encoder not in packaged():
+    artefact = packaged().get(encoder)
+    if artefact is None:
         return f"`{encoder}` is no packaged artefact: which languages it trained on is not recorded here"
-    hold_out = set(read_manifest(packaged()[encoder])["training"].get("hold_out", ()))
+    hold_out = set(read_manifest(artefact)["training"].get("hold_out", ()))
     seen = [lang for lang in languages if lang not in hold_out]
     return (f"`{encoder}` held {', '.join(sorted(hold_out)) or 'no language'} out of training; its rows for "
             f"{', '.join(seen) or 'no language'} measure languages it trained on, not unseen ones")
