@@ -78,9 +78,19 @@ def language_step(data: str, lang: str, size: int, encoder: str) -> dict:
             "results": results}
 
 
-def held_out_languages(data: Path) -> list[str]:
-    """The KB's languages other than English with at least `MIN_NAMES` names, most names first."""
-    return [lang for lang, count in read_kb(data / KB_FILE).languages().items() if lang != "en" and count >= MIN_NAMES]
+def held_out_languages(data: Path, given: str | None) -> list[str]:
+    """The `given` comma-separated languages, each checked against the KB's, or by default the KB's
+    languages other than English with at least `MIN_NAMES` names, most names first."""
+    counts = read_kb(data / KB_FILE).languages()
+    if given is None:
+        return [lang for lang, count in counts.items() if lang != "en" and count >= MIN_NAMES]
+    languages = [lang.strip() for lang in given.split(",") if lang.strip()]
+    unknown = [lang for lang in languages if lang not in counts or lang == "en"]
+    if unknown or not languages:
+        listed = ", ".join(f"{lang} ({count:,} names)" for lang, count in counts.items() if lang != "en")
+        sys.exit(f"--languages: {', '.join(unknown) or 'none given'}: not a language of {KB_FILE} other than English "
+                 f"(it has: {listed})")
+    return languages
 
 
 def trained_on(encoder: str, languages: list[str]) -> str:
@@ -134,7 +144,9 @@ def main() -> None:
     args = arguments(parser.description, parser)
     if not (args.data / "READY").is_file():
         sys.exit(f"benchmark data not found at {args.data}")
-    languages = args.languages.split(",") if args.languages else held_out_languages(args.data)
+    if args.size < 1:
+        sys.exit(f"--size: {args.size}: sample at least one name per language")
+    languages = held_out_languages(args.data, args.languages)
     measured_at = commit()  # the code measured, whatever is edited while it runs
     runs = {}
     for lang in languages:
