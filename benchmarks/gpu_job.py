@@ -26,6 +26,7 @@ import numpy as np
 from report import ROOT, publish
 
 from babelink.fsutil import write_text_atomic
+from babelink.train.pack import HELD_OUT_NAMES
 
 LOG_DIR = ROOT / "benchmarks" / "log"
 TRAINED = ROOT / "babelink" / "encoders" / "trained"
@@ -112,18 +113,20 @@ def _is_normalization(evaluation: dict) -> bool:
 def _stage_table(results: dict) -> list[str]:
     rows = ["| stage | kind | trained on | languages left out | steps | items | training s | artefact |",
             "|---|---|---|---|---:|---:|---:|---|"]
+    held = _held_out(results["plan"])
     for stage in results["plan"]:
         name = stage["name"]
         kind, sources = _kind_and_sources(stage)
+        left_out = _listed(sorted(held[name]))
         record = results["stages"].get(name)
         if record is None:
-            rows.append(f"| {name} | {kind} | {sources} | {_listed(stage.get('hold_out'))} | — | — | — | not run |")
+            rows.append(f"| {name} | {kind} | {sources} | {left_out} | — | — | — | not run |")
         elif "error" in record:
             error = record["error"].replace("|", "\\|").splitlines()[0][:120]
-            rows.append(f"| {name} | {kind} | {sources} | {_listed(stage.get('hold_out'))} | — | — | — "
+            rows.append(f"| {name} | {kind} | {sources} | {left_out} | — | — | — "
                         f"| failed: {error} |")
         else:
-            rows.append(f"| {name} | {kind} | {sources} | {_listed(stage.get('hold_out'))} | {record['steps']:,} "
+            rows.append(f"| {name} | {kind} | {sources} | {left_out} | {record['steps']:,} "
                         f"| {record['items']:,} | {record['seconds']:.0f} | {record.get('artefact', 'not shipped')} |")
     return rows
 
@@ -153,7 +156,7 @@ def _listed(values) -> str:
 
 
 def _normalization_table(results: dict, models: list[str]) -> list[str]:
-    held = {stage["name"]: set(stage.get("hold_out") or ()) for stage in results["plan"]}
+    held = _held_out(results["plan"])
     rows = [f"| set | language | queries | left out by | {' | '.join(models)} |",
             "|---|---|---:|---|" + "---:|" * len(models)]
     sets = dict.fromkeys(key for model in models for key in results["evaluation"][model])
@@ -164,12 +167,26 @@ def _normalization_table(results: dict, models: list[str]) -> list[str]:
             left_out = [name for name in models if lang in held.get(name, ())]
             cells = [_pair(results["evaluation"][model].get(key, {}).get(lang)) for model in models]
             rows.append(f"| {key} | {lang} | {base[lang]['n']:,} | {_listed(left_out)} | {' | '.join(cells)} |")
-    xlbel = [key for key in sets if key.startswith("xlbel-")]
-    if len(xlbel) > 1:  # the issue's headline figure: the unweighted mean over XL-BEL's languages
-        cells = [_mean([results["evaluation"][model].get(key, {}).get("all") for key in xlbel]) for model in models]
-        rows.append(f"| XL-BEL mean | {', '.join(k.removeprefix('xlbel-') for k in xlbel)} | — | — "
-                    f"| {' | '.join(cells)} |")
+    # unweighted means over languages: XL-BEL's (the issue's headline figure), and the KB's held-out names
+    for label, prefix in (("XL-BEL mean", "xlbel-"), ("held-out KB names mean", HELD_OUT_NAMES)):
+        if len(chosen := [key for key in sets if key.startswith(prefix)]) > 1:
+            cells = [_mean([results["evaluation"][model].get(key, {}).get("all") for key in chosen])
+                     for model in models]
+            rows.append(f"| {label} | {', '.join(k.removeprefix(prefix) for k in chosen)} | — | — "
+                        f"| {' | '.join(cells)} |")
     return rows
+
+
+def _held_out(plan: list[dict]) -> dict[str, set[str]]:
+    """Each stage's languages left out of training: its own, or those of the stage it starts
+    from (a student's teacher, a one-pass model's init), as `Job.hold_out_of` says."""
+    stages = {stage["name"]: stage for stage in plan}
+
+    def held(stage: dict) -> set[str]:
+        origin = stage.get("teacher") or stage.get("init")
+        return held(stages[origin]) if origin in stages else set(stage.get("hold_out") or ())
+
+    return {name: held(stage) for name, stage in stages.items()}
 
 
 def _pair(value: dict | None) -> str:

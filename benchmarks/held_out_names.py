@@ -43,8 +43,6 @@ from babelink.translate import Renderer, english_words, read_lexicons
 
 KB = "open-umls"
 KB_FILE = "kb/open-umls/MRCONSO.RRF"
-#: Languages with at least this many names in the KB are measured by default (English is the pivot).
-MIN_NAMES = 1000
 SYSTEMS = ("sparse", "hybrid", "hybrid + translations")
 TRAINED_SYSTEMS = ("hybrid", "hybrid + translations")
 
@@ -79,11 +77,12 @@ def language_step(data: str, lang: str, size: int, encoder: str) -> dict:
 
 
 def held_out_languages(data: Path, given: str | None) -> list[str]:
-    """The `given` comma-separated languages, each checked against the KB's, or by default the KB's
-    languages other than English with at least `MIN_NAMES` names, most names first."""
-    counts = read_kb(data / KB_FILE).languages()
+    """The `given` comma-separated languages, each checked against the KB's, or by default
+    `benchmark.held_out_name_languages`."""
+    kb = read_kb(data / KB_FILE)
     if given is None:
-        return [lang for lang, count in counts.items() if lang != "en" and count >= MIN_NAMES]
+        return benchmark.held_out_name_languages(kb)
+    counts = kb.languages()
     languages = [lang.strip() for lang in given.split(",") if lang.strip()]
     unknown = [lang for lang in languages if lang not in counts or lang == "en"]
     if unknown or not languages:
@@ -136,7 +135,7 @@ def report(runs: dict, size: int, encoder: str, command: str, measured_at: str) 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--languages", help="comma-separated ISO 639-1 codes (default: the KB's languages but "
-                                            f"English with at least {MIN_NAMES:,} names)")
+                                            f"English with at least {benchmark.HELD_OUT_MIN_NAMES:,} names)")
     parser.add_argument("--size", type=int, default=400, help="name strings sampled per language (default 400)")
     parser.add_argument("--encoder", default="default",
                         help="also run over bundles of this trained encoder: a packaged artefact's name or a "

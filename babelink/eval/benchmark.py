@@ -118,6 +118,16 @@ def _searched_text(query: NormalizationQuery, resolve_abbreviations: bool) -> st
     return query.mention
 
 
+#: A KB language with at least this many names can stand in for an unseen one (`held_out_names_set`).
+HELD_OUT_MIN_NAMES = 1000
+
+
+def held_out_name_languages(kb: KnowledgeBase, pivot: str = "en") -> list[str]:
+    """The KB's languages other than the `pivot` with at least `HELD_OUT_MIN_NAMES` names, most
+    names first: those whose names `held_out_names_set` can hold out."""
+    return [lang for lang, count in kb.languages().items() if lang != pivot and count >= HELD_OUT_MIN_NAMES]
+
+
 def held_out_names_set(kb: KnowledgeBase, lang: str, size: int = 400, seed: int = 0) -> tuple[QuerySet, KnowledgeBase]:
     """Queries in a language no annotated corpus here covers: `size` of the KB's own name strings in
     `lang` (a seeded sample), to be searched against the KB without that language's names (the

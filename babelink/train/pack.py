@@ -6,7 +6,8 @@ enough to send to a lent GPU (at most 60 MiB), built here on the CPU.
 - `names/<source>.tsv.gz`: `concept, lang, name` rows, a KB's synonyms or a training corpus's
   mentions under the KB ids their gold resolves to;
 - `pairs/<lang>.tsv.gz`: `english, foreign` translation pairs (001 §2.2);
-- `eval/<set>.tsv.gz`: `lang, mention, gold ids (|-joined)` queries, in-KB only;
+- `eval/<set>.tsv.gz`: `lang, mention, gold ids (|-joined)` queries, in-KB only; a set of a KB's
+  own names in one language (`held-out-names-<lang>`) is searched in the KB without that language;
 - `kb/<kb>/<file>` and `documents/<set>/<file>`: a KB and annotated documents as their sources
   ship them (CTD MEDIC; NCBI-disease and BC5CDR in PubTator), for the one-pass model (004), which
   learns from whole documents and links against a bundle the job builds with babelink's own
@@ -43,6 +44,8 @@ MANIFEST = "pack.json"
 BASE_FILE = "base/e5.bin"
 LIMIT_BYTES = 60 * 2**20
 FORMAT_VERSION = 2
+#: Prefix of the evaluation sets of a KB's names in one language, searched without that language.
+HELD_OUT_NAMES = "held-out-names-"
 
 #: Terms of each source of the shared benchmark data (its README), and whether a model trained on
 #: it may become the default: anything non-commercial or research-only is an opt-in.
@@ -70,8 +73,12 @@ class NameSource:
 
 @dataclass(frozen=True)
 class EvalSource:
+    """Queries in `kb`'s ids, searched in its names but those in `without_lang` (a KB's own names
+    in that language, `benchmark.held_out_names_set`)."""
+
     kb: str
     queries: list[NormalizationQuery]
+    without_lang: str | None = None
 
 
 @dataclass(frozen=True)
@@ -165,7 +172,8 @@ def build_pack(sources: PackSources, out: Path, model_file: Path, checkpoint: Pa
         path = f"eval/{key}.tsv.gz"
         files[path] = _tsv(rows)
         manifest["eval"][key] = {"file": path, "kb": sources.evaluations[key].kb, "rows": len(rows),
-                                 "languages": sorted({row[0] for row in rows})}
+                                 "languages": sorted({row[0] for row in rows}),
+                                 "without_lang": sources.evaluations[key].without_lang}
     for kb, (path, licence_of) in sources.kb_files.items():
         files[f"kb/{kb}/{path.name}"] = path.read_bytes()
         manifest.setdefault("kb", {})[kb] = {"file": f"kb/{kb}/{path.name}", "source": licence_of}
@@ -285,7 +293,8 @@ def read_rows(pack: Path, entry: dict) -> list[list[str]]:
 def shared_sources(data: Path) -> PackSources:
     """The sources of the benchmark data layout (`../shared/data`: kb/, bench/, translations/):
     open-umls and CTD MEDIC synonyms, the training mentions of QUAERO, NCBI-disease and BC5CDR,
-    the MUSE pairs, and the dev and visible test sets (in-KB)."""
+    the MUSE pairs, the dev and visible test sets (in-KB), and 400 open-umls names of each language
+    that can stand in for an unseen one (`benchmark.held_out_names_set`)."""
     from babelink.eval import benchmark
     from babelink.kb.readers import read_kb
     from babelink.train.pairs import translation_pairs
@@ -306,6 +315,9 @@ def shared_sources(data: Path) -> PackSources:
         queries = benchmark.xlbel_set(data, umls, languages=(lang,)).queries
         sources.evaluations[f"xlbel-{lang}"] = EvalSource("open-umls", [_with_lang(q, lang) for q in queries])
     sources.evaluations["mantra"] = EvalSource("open-umls", list(benchmark.mantra_set(data, umls).queries))
+    for lang in benchmark.held_out_name_languages(umls):
+        queries = benchmark.held_out_names_set(umls, lang)[0].queries
+        sources.evaluations[f"{HELD_OUT_NAMES}{lang}"] = EvalSource("open-umls", list(queries), without_lang=lang)
     dev = {"quaero-dev": ("open-umls", "fr", benchmark.quaero_set(data, umls, "dev")),
            "ncbi-dev": ("ctd-medic", "en", benchmark.ncbi_set(data, medic, "dev")),
            "bc5cdr-dev": ("ctd-medic", "en", benchmark.bc5cdr_set(data, medic, "dev"))}

@@ -19,7 +19,11 @@ RESULTS = {"started": "2031-05-06T07:08:09Z", "device": "NVIDIA H200 (CUDA 13.0)
            "evaluation": {"base": {"xlbel-de": {"de": {"n": 9, "acc1": 0.5, "acc5": 0.75},
                                                 "all": {"n": 9, "acc1": 0.5, "acc5": 0.75}},
                                    "xlbel-en": {"en": {"n": 4, "acc1": 0.25, "acc5": 1.0},
-                                                "all": {"n": 4, "acc1": 0.25, "acc5": 1.0}}}},
+                                                "all": {"n": 4, "acc1": 0.25, "acc5": 1.0}},
+                                   "held-out-names-cs": {"cs": {"n": 5, "acc1": 0.2, "acc5": 0.4},
+                                                         "all": {"n": 5, "acc1": 0.2, "acc5": 0.4}},
+                                   "held-out-names-el": {"el": {"n": 5, "acc1": 0.4, "acc5": 0.6},
+                                                         "all": {"n": 5, "acc1": 0.4, "acc5": 0.6}}}},
            "seconds": 450.2}
 
 
@@ -31,9 +35,11 @@ def test_a_failed_stage_and_one_never_run_are_shown_as_such(tmp_path):
     assert "benchmarks/log/gpu-job-2031-05-06T07-08-09-abcdef1.json` · the job: " in text and "toy run" not in text
     assert "| sap | SAP (003, 001) | umls, MUSE pairs | de | — | — | — | failed: OutOfMemoryError: CUDA out of " \
            "memory \\| tried 2 GiB |" in text
-    assert "| student | student, 3 layers | distilled from sap | — | — | — | — | not run |" in text
+    # a student never sees the languages its teacher left out
+    assert "| student | student, 3 layers | distilled from sap | de | — | — | — | not run |" in text
     assert "| xlbel-de | de | 9 | — | 0.500 / 0.750 |" in text
     assert "| XL-BEL mean | de, en | — | — | 0.375 / 0.875 |" in text
+    assert "| held-out KB names mean | cs, el | — | — | 0.300 / 0.500 |" in text
     assert "strict F1" not in text  # no one-pass model evaluated
 
 

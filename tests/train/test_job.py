@@ -26,7 +26,7 @@ CONCEPTS = {
 }
 PLAN = (
     SapStage("loo", ("umls", "corpus-train"), True, ("de",), 0.3, ship=False, batch_pairs=4),
-    SapStage("sap", ("umls",), False, (), 0.3, ship=True, batch_pairs=4),
+    SapStage("sap", ("umls",), False, ("es",), 0.3, ship=True, batch_pairs=4),
     StudentStage("student", "sap", 2, 0.4, ship=True, batch_size=8),
     DualStage("dual", "sap", "umls", ("docs-train",), ("docs-dev",), ("docs-test",), 0.3, ship=True, lora_rank=4,
               batch_size=2),
@@ -59,6 +59,9 @@ def tiny_sources(folder) -> packs.PackSources:
     sources.evaluations["xlbel-de"] = packs.EvalSource("umls", [NormalizationQuery("Fieber", ("C1",), "de"),
                                                                  NormalizationQuery("Asthma", ("C3",), "de")])
     sources.evaluations["quaero-dev"] = packs.EvalSource("umls", [NormalizationQuery("céphalée", ("C2",), "fr")])
+    sources.evaluations["held-out-names-es"] = packs.EvalSource(
+        "umls", [NormalizationQuery("fiebre", ("C1",), "es"), NormalizationQuery("asma", ("C3",), "es")],
+        without_lang="es")
     kb = folder / "CTD_diseases.tsv"
     kb.write_text("".join(f"{names[0][1]}\t{concept}\t\t\t\t\t\t{'|'.join(n for _, n in names[1:])}\t\n"
                           for concept, names in CONCEPTS.items()), encoding="utf-8")
@@ -84,6 +87,8 @@ def test_the_pack_holds_normalised_rows_and_a_pruned_base(tiny_pack):
         "file": "names/corpus-train.tsv.gz", "kb": "umls", "rows": 2, "source": "quaero", "languages": ["fr"]}
     assert packs.read_rows(tiny_pack, manifest["pairs"]["es"]) == [["fever", "fiebre"], ["head", "cabeza"]]
     assert ["de", "fieber", "C1"] in packs.read_rows(tiny_pack, manifest["eval"]["xlbel-de"])
+    assert manifest["eval"]["xlbel-de"]["without_lang"] is None
+    assert manifest["eval"]["held-out-names-es"]["without_lang"] == "es"
     assert (tiny_pack / packs.BASE_FILE).stat().st_size < 15 * 2**20
     assert not manifest["default_eligible"]["muse"]
 
@@ -120,17 +125,21 @@ def test_the_job_trains_evaluates_and_ships_artefacts_for_the_full_base(job_run,
         "dual.safetensors", "job.log", "results.json", "sap.safetensors", "student.safetensors"]
 
     assert results["plan"][0]["hold_out"] == ("de",)
+    # a held-out language stays out of what starts from the stage: the student's names, the one-pass model's encoder
+    assert results["stages"]["student"]["items"] == 12  # the 16 KB names but the 4 Spanish ones
+    assert results["evaluation"]["base"]["held-out-names-es"]["es"]["n"] == 2
     sap = read_manifest(out / "sap.safetensors")
     assert sap["kind"] == "lora" and sap["base"]["sha256"] == base_sha256()
     assert sap["training"]["sources"] == {"open-umls": packs.LICENCES["open-umls"][0]}
     assert sap["training"]["default_eligible"] and sap["evaluation"]["xlbel-de"]["all"]["n"] == 2
     student = read_manifest(out / "student.safetensors")
     assert student["kind"] == "student" and student["layers"] == 2
+    assert sap["training"]["hold_out"] == student["training"]["hold_out"] == ["es"]
     assert set(results["evaluation"]["dual"]) == {"docs-test"}
     assert results["evaluation"]["dual"]["docs-test"]["strict"]["gold"] == 2
     dual = read_manifest(out / "dual.safetensors")
     assert dual["kind"] == "dual" and dual["entity_encoder"] == "sap" and dual["settings"] == sap["settings"]
-    assert set(dual["training"]["sources"]) == {"open-umls", "ncbi-disease"}
+    assert set(dual["training"]["sources"]) == {"open-umls", "ncbi-disease"} and dual["training"]["hold_out"] == ["es"]
     assert not dual["training"]["default_eligible"]
 
     # applied to the full bundled e5, an artefact encodes the pack's strings as on the pruned base
@@ -168,6 +177,24 @@ def test_the_job_trains_evaluates_and_ships_artefacts_for_the_full_base(job_run,
     assert link_scores(DualLinker(model, bundle), test)["strict"]["gold"] == 2
 
 
+def test_a_held_out_languages_names_are_searched_in_the_kb_without_them(tiny_pack):
+    """A set of a KB's own names in one language searches the KB's other names, under the concepts
+    those name; the other sets search every name, and with distractors the gold ones and a sample."""
+    import torch
+
+    from babelink.train.job import PackEvaluator
+
+    evaluator = PackEvaluator(tiny_pack, packs.read_manifest(tiny_pack), torch.device("cpu"))
+    names = evaluator.names["umls"]
+    indexes, concepts = evaluator._dictionary("umls", "es", [], None)
+    searched = {names[i] for i in indexes}
+    assert len(searched) == 12 and "fiebre" not in searched and "fieber" in searched
+    assert {names[i]: c for i, c in zip(indexes, concepts)}["fever"] == ("C1",)
+    assert evaluator._dictionary("umls", None, [], None)[0] == list(range(16))
+    few = evaluator._dictionary("umls", "es", [["es", "fiebre", "C1"]], 1)
+    assert len({c for cs in few[1] for c in cs}) == 2 and "C1" in few[1][0] and not set(few[0]) - set(indexes)
+
+
 def test_a_run_is_published_with_every_stage_model_and_set(job_run):
     """`benchmarks/gpu_job.py` renders what the job writes: this test keeps the two in step."""
     from support import benchmark_script
@@ -180,10 +207,11 @@ def test_a_run_is_published_with_every_stage_model_and_set(job_run):
     assert "--minutes 30 --max-steps 2 --device cpu` on CPU" in text and "a toy run: it measures nothing" in text
     assert results["code"]["as_packed"] is True  # the pack was built by the code that ran
     assert "| loo | SAP (003, 001) | umls, corpus-train, MUSE pairs | de | 2 | 20 |" in text
-    assert "| student | student, 2 layers | distilled from sap | — | 2 |" in text and "| student.safetensors |" in text
+    assert "| student | student, 2 layers | distilled from sap | es | 2 |" in text and "| student.safetensors |" in text
     assert "| set | language | queries | left out by | base | loo | sap | student |" in text
     assert "| KB | names | base | loo | sap | student |" in text and "\n| umls | 16 | " in text
     assert "\n| xlbel-de | de | 2 | loo | " in text and "\n| quaero-dev | fr | 1 | — | " in text
+    assert "\n| held-out-names-es | es | 2 | sap, student | " in text
     assert "\n| docs-test | dual | " in text and text.rstrip().endswith(" | 2 |")
 
 
