@@ -96,6 +96,10 @@ def section(results: dict, record: Path) -> str:
         lines += [(f"Acc@1 / Acc@5 of each model's nearest names, against {against}; "
                    "`left out by`: the stages that never trained on the language."), ""]
         lines += _normalization_table(results, models) + [""]
+        if candidates := _default_candidates(results):
+            lines += [("Default candidates (docs/training.md §4): a shipped artefact whose sources allow it to be "
+                       "the default becomes it only if it beats the base on every language left out of its "
+                       "training. Acc@1, the artefact against the base:"), "", *candidates, ""]
     if linking := [name for name in results["evaluation"] if not _is_normalization(results["evaluation"][name])]:
         lines += _linking_table(results, linking) + [""]
     return "\n".join(lines)
@@ -175,6 +179,29 @@ def _normalization_table(results: dict, models: list[str]) -> list[str]:
             rows.append(f"| {label} | {', '.join(k.removeprefix(prefix) for k in chosen)} | — | — "
                         f"| {' | '.join(cells)} |")
     return rows
+
+
+def _default_candidates(results: dict) -> list[str]:
+    """One line per shipped, default-eligible model evaluated by normalization: its Acc@1 against
+    the base's on each set of a language it never trained on, and whether it beats the base on all."""
+    held, base, lines = _held_out(results["plan"]), results["evaluation"][BASE], []
+    for name, record in results["stages"].items():
+        evaluation = results["evaluation"].get(name, {})
+        if not (record.get("default_eligible") and record.get("artefact") and _is_normalization(evaluation)):
+            continue
+        compared = [(key, lang, evaluation[key][lang]["acc1"], base[key][lang]["acc1"])
+                    for key in evaluation for lang in sorted(held[name])
+                    if lang in evaluation[key] and lang in base.get(key, {})]
+        if not compared:
+            lines.append(f"- `{name}`: no set is in a language it left out, so it cannot be checked: it stays an "
+                         "opt-in.")
+            continue
+        cells = ", ".join(f"{key} {ours:.3f} vs {theirs:.3f}" for key, _, ours, theirs in compared)
+        behind = [key for key, _, ours, theirs in compared if ours <= theirs]
+        verdict = ("it beats the base on every one and may become the default" if not behind
+                   else f"not ahead on {', '.join(behind)}: it stays an opt-in")
+        lines.append(f"- `{name}` (left out: {', '.join(sorted(held[name]))}): {cells}; {verdict}.")
+    return lines
 
 
 def _held_out(plan: list[dict]) -> dict[str, set[str]]:

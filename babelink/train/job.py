@@ -359,6 +359,7 @@ class Job:
         trained = time.monotonic() - began
         state = trainer.state
         record = {"steps": state.step, "seconds": round(trained, 1), "items": len(trainer.items),
+                  "default_eligible": self.default_eligible(stage),
                   "config": asdict(trainer.config), "dev_scores": state.evaluations,
                   "loss": [round(v, 4) for v in state.loss_history[:: max(1, len(state.loss_history) // 50)]]}
         self.results["stages"][stage.name] = record
@@ -491,7 +492,7 @@ class Job:
         manifest = {"name": stage.name, "base": {k: self.manifest["base"][k] for k in ("name", "sha256")},
                     "settings": settings,
                     "training": {"sources": {s: self.manifest["licences"][s] for s in sources},
-                                 "default_eligible": all(self.manifest["default_eligible"][s] for s in sources),
+                                 "default_eligible": self.default_eligible(stage),
                                  "hold_out": list(self.hold_out_of(stage)),
                                  "steps": record["steps"], "seconds": record["seconds"], "items": record["items"],
                                  "config": record["config"], "device": self.results["device"],
@@ -524,6 +525,10 @@ class Job:
             return sorted(set(self.sources_of(self.stage_named(stage.init))) | documents | kb)
         named = {self.manifest["names"][key]["source"] for key in stage.names}
         return sorted(named | ({"muse"} if stage.translations and self.manifest["pairs"] else set()))
+
+    def default_eligible(self, stage) -> bool:
+        """Whether every source of the stage allows what is derived from it to be the default."""
+        return all(self.manifest["default_eligible"][source] for source in self.sources_of(stage))
 
     def hold_out_of(self, stage) -> tuple[str, ...]:
         """The languages a stage's model never trained on: a SAP stage's own, or those of the

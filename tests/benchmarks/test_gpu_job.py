@@ -43,6 +43,27 @@ def test_a_failed_stage_and_one_never_run_are_shown_as_such(tmp_path):
     assert "strict F1" not in text  # no one-pass model evaluated
 
 
+def test_a_default_candidate_is_checked_on_every_language_it_left_out(tmp_path):
+    """docs/training.md §4: a default-eligible artefact must beat the base wherever it never trained."""
+    plan = [{"name": "sap", "names": ["umls"], "translations": False, "hold_out": ["cs", "el"]},
+            {"name": "student", "teacher": "sap", "layers": 3}]
+    done = {"steps": 10, "items": 20, "seconds": 5.0, "default_eligible": True}
+
+    def scored(lang, acc1):
+        return {lang: {"n": 5, "acc1": acc1, "acc5": 0.6}, "all": {"n": 5, "acc1": acc1, "acc5": 0.6}}
+
+    scores = {"held-out-names-cs": scored("cs", 0.4), "held-out-names-el": scored("el", 0.4)}
+    results = {**RESULTS, "plan": plan, "evaluation": {**RESULTS["evaluation"], "sap": scores, "student": scores},
+               "stages": {"sap": {**done, "artefact": "sap.safetensors"}, "student": done}}
+    record = gpu_job.kept_copy(tmp_path / "results.json", results)
+    text = gpu_job.section(results, record)
+    assert ("- `sap` (left out: cs, el): held-out-names-cs 0.400 vs 0.200, held-out-names-el 0.400 vs 0.400; "
+            "not ahead on held-out-names-el: it stays an opt-in.") in text
+    assert "- `student`" not in text  # not shipped
+    results["evaluation"]["sap"] = {**scores, "held-out-names-el": scored("el", 0.6)}
+    assert "it beats the base on every one and may become the default." in gpu_job.section(results, record)
+
+
 @pytest.mark.parametrize(("content", "message"), [
     ("{", "not a readable results.json"),
     (json.dumps({k: v for k, v in RESULTS.items() if k != "plan"}), "no 'plan' field"),

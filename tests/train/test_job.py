@@ -212,6 +212,8 @@ def test_a_run_is_published_with_every_stage_model_and_set(job_run):
     assert "| KB | names | base | loo | sap | student |" in text and "\n| umls | 16 | " in text
     assert "\n| xlbel-de | de | 2 | loo | " in text and "\n| quaero-dev | fr | 1 | — | " in text
     assert "\n| held-out-names-es | es | 2 | sap, student | " in text
+    assert "- `sap` (left out: es): held-out-names-es " in text and "- `student` (left out: es): " in text
+    assert "- `loo`" not in text  # not shipped, nor trained only on what a default may be
     assert "\n| docs-test | dual | " in text and text.rstrip().endswith(" | 2 |")
 
 
