@@ -1,7 +1,7 @@
 """The GPU training job: one command that trains, distils, evaluates and exports the encoder
 artefacts from a training pack (`train.pack`) within a time budget.
 
-    python -m babelink.train.job --pack PACK --out OUT [--minutes 8.5] [--device cuda]
+    python -m babelink.train.job --pack PACK --out OUT [--minutes 8.5] [--device cuda] [--stages NAME,…]
 
 Built for a lent GPU (one command of at most 10 minutes, no package registry, 16 MiB per file
 back): the SAP and student stages need torch, transformers, peft, safetensors and numpy; the
@@ -27,7 +27,8 @@ learning-rate schedule runs to its end within its share. Every model is evaluate
 the pack (Acc@1 and Acc@5 per language, the KB's full name list; a KB's own names in one language
 against the KB without that language), and `results.json` in OUT is
 rewritten after each stage, so a run cut short still reports what it finished. A failing stage
-is recorded and the job goes on.
+is recorded and the job goes on; `--stages` runs some of the plan again (with what they start
+from) in the time a second try has left.
 """
 
 from __future__ import annotations
@@ -542,6 +543,24 @@ class Job:
         return next(stage for stage in self.plan if stage.name == name)
 
 
+def select_stages(plan: tuple, names: list[str]) -> tuple:
+    """The stages of `plan` named, and those they start from (a student's teacher, a one-pass
+    model's init), in the plan's order: a rerun of what failed, within what a second try has left."""
+    by_name = {stage.name: stage for stage in plan}
+    unknown = [name for name in names if name not in by_name]
+    if unknown or not names:
+        raise ValueError(f"--stages: {', '.join(unknown) or 'none given'}: not a stage of the plan "
+                         f"({', '.join(by_name)})")
+    chosen: set[str] = set()
+    pending = list(names)
+    while pending:
+        stage = by_name[name := pending.pop()]
+        chosen.add(name)
+        pending += [start for start in (getattr(stage, "teacher", None), getattr(stage, "init", None))
+                    if start and start not in chosen]
+    return tuple(stage for stage in plan if stage.name in chosen)
+
+
 def install_wheels(pack: Path, manifest: dict, target: Path) -> None:
     """Make the pack's wheels importable where their libraries are missing (a bare GPU machine)."""
     missing = [wheel for wheel in manifest.get("wheels", ())
@@ -570,8 +589,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-steps", type=int, default=None, help="cap every stage's steps (a toy run)")
     parser.add_argument("--distractors", type=int, default=None,
                         help="evaluate against the gold concepts and this many others, not the whole KB (a CPU run)")
+    parser.add_argument("--stages", help="comma-separated stages of the plan to run, with those they start from "
+                                         f"(default: all of {', '.join(stage.name for stage in PLAN)})")
     args = parser.parse_args(argv)
-    results = Job(args.pack, args.out, args.minutes, args.device, args.max_steps, distractors=args.distractors).run()
+    try:
+        names = [name.strip() for name in (args.stages or "").split(",") if name.strip()]
+        plan = PLAN if args.stages is None else select_stages(PLAN, names)
+    except ValueError as error:
+        parser.error(str(error))
+    results = Job(args.pack, args.out, args.minutes, args.device, args.max_steps, plan=plan,
+                  distractors=args.distractors).run()
     failed = [name for name, stage in results["stages"].items() if "error" in stage]
     print(json.dumps({name: value["all"]["acc1"] for name, value in results["evaluation"].get("base", {}).items()}))
     return 1 if failed or not results["stages"] else 0

@@ -348,3 +348,19 @@ def test_the_packs_wheels_are_installed_where_their_library_is_missing(tmp_path,
     sys.modules.pop(name)
     install_wheels(tmp_path / "pack", manifest, tmp_path / "again")  # importable now: nothing installed
     assert not (tmp_path / "again").exists()
+
+
+def test_a_rerun_takes_the_stages_named_and_those_they_start_from():
+    from babelink.train.job import PLAN as JOB_PLAN
+    from babelink.train.job import main, select_stages
+
+    def selected(plan, names):
+        return [stage.name for stage in select_stages(plan, names)]
+
+    assert selected(PLAN, ["dual"]) == ["sap", "dual"]
+    assert selected(PLAN, ["dual", "student", "loo"]) == ["loo", "sap", "student", "dual"]  # the plan's order
+    assert selected(JOB_PLAN, ["e5-sap-student3"]) == ["e5-sap", "e5-sap-student3"]
+    with pytest.raises(ValueError, match=r"--stages: e5-sap-x: not a stage of the plan \(e5-sap-loo-de-ja, "):
+        select_stages(JOB_PLAN, ["e5-sap", "e5-sap-x"])
+    with pytest.raises(SystemExit):  # said before any pack is read
+        main(["--pack", "no-such-pack", "--out", "unused", "--stages", " , "])
