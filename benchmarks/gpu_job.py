@@ -129,6 +129,10 @@ def _stage_table(results: dict) -> list[str]:
             error = record["error"].replace("|", "\\|").splitlines()[0][:120]
             rows.append(f"| {name} | {kind} | {sources} | {left_out} | — | — | — "
                         f"| failed: {error} |")
+        elif "given" in record:  # a rerun's start (`--starts`), trained by an earlier run
+            rows.append(f"| {name} | {kind} | {sources} | {left_out} | {record['steps']:,} | — | — "
+                        f"| {record['given']} of an earlier run (commit `{(record['commit'] or 'unknown')[:7]}`), "
+                        "not trained again |")
         else:
             rows.append(f"| {name} | {kind} | {sources} | {left_out} | {record['steps']:,} "
                         f"| {record['items']:,} | {record['seconds']:.0f} | {record.get('artefact', 'not shipped')} |")

@@ -246,9 +246,12 @@ def _accuracy(rows: list[list[str]], ranked: list[list[str]]) -> dict:
 
 class Job:
     def __init__(self, pack: Path, out: Path, minutes: float, device: str, max_steps: int | None = None,
-                 plan=PLAN, distractors: int | None = None):
+                 plan=PLAN, distractors: int | None = None, given: dict[str, Path] | None = None):
+        """`given`: artefacts of an earlier run that stand for stages of the plan (not trained
+        again, not evaluated again) as the start of others."""
         self.started = time.monotonic()
         self.pack, self.out, self.plan, self.max_steps = Path(pack), Path(out), plan, max_steps
+        self.given = dict(given or {})
         self.distractors = distractors
         self.deadline = self.started + 60 * minutes
         self.device = torch.device(device)
@@ -294,20 +297,30 @@ class Job:
             # besides training, a stage evaluates its model, scores dev three times, loads, probes and exports;
             # the estimate is replaced by what each stage measures
             self.overhead = 1.5 * (time.monotonic() - began) + 15
+            for name, artefact in self.given.items():
+                try:
+                    self.adopt(name, artefact)
+                except Exception as error:  # noqa: BLE001 — recorded as the stage's failure; those after it fail too
+                    self.failed(name, error)
             for index, stage in enumerate(self.plan):
+                if stage.name in self.given:
+                    continue
                 began, seconds = time.monotonic(), self.stage_seconds(index)
                 try:
                     self.run_stage(stage, seconds)
                     self.overhead = max(time.monotonic() - began - seconds, 0.0)
                 except Exception as error:  # noqa: BLE001 — one failed stage must not cost the others
-                    self.results["stages"][stage.name] = {"error": f"{type(error).__name__}: {error}",
-                                                          "traceback": traceback.format_exc(limit=8)}
-                    self.log(f"{stage.name} FAILED: {error}")
+                    self.failed(stage.name, error)
                 self.save()
         finally:
             self.save()
             shutil.rmtree(self.work, ignore_errors=True)
         return self.results
+
+    def failed(self, name: str, error: Exception) -> None:
+        self.results["stages"][name] = {"error": f"{type(error).__name__}: {error}",
+                                        "traceback": traceback.format_exc(limit=8)}
+        self.log(f"{name} FAILED: {error}")
 
     def evaluate(self, name: str, checkpoint: Path) -> None:
         began = time.monotonic()
@@ -337,9 +350,22 @@ class Job:
     def stage_seconds(self, index: int) -> float:
         """Training seconds of stage `index`: its share of what is left once every stage still to
         run has had its overhead."""
-        rest = self.plan[index:]
+        rest = [stage for stage in self.plan[index:] if stage.name not in self.given]
         available = self.deadline - time.monotonic() - MARGIN_SECONDS - len(rest) * self.overhead
         return self.plan[index].share / sum(stage.share for stage in rest) * available
+
+    def adopt(self, name: str, artefact: Path) -> None:
+        """An earlier run's artefact of stage `name`, applied to the base as the start of the
+        stages after it."""
+        kept = self.work / (name + SUFFIX)
+        shutil.copyfile(artefact, kept)
+        checkpoint = self.work / f"{name}-applied"
+        apply_artefact(kept, self.base, self.manifest["base"]["sha256"], checkpoint)
+        self.checkpoints[name] = checkpoint
+        training = read_manifest(kept)["training"]
+        self.results["stages"][name] = {"given": Path(artefact).name, "commit": training["commit"],
+                                        "device": training["device"], "steps": training["steps"]}
+        self.log(f"{name}: the artefact {artefact} of an earlier run ({training['steps']:,} steps)")
 
     def run_stage(self, stage, seconds: float) -> None:
         if seconds < 10 and self.max_steps is None:
@@ -591,14 +617,25 @@ def main(argv: list[str] | None = None) -> int:
                         help="evaluate against the gold concepts and this many others, not the whole KB (a CPU run)")
     parser.add_argument("--stages", help="comma-separated stages of the plan to run, with those they start from "
                                          f"(default: all of {', '.join(stage.name for stage in PLAN)})")
+    parser.add_argument("--starts", type=Path, help="with --stages, an earlier run's artefacts (NAME.safetensors): "
+                                                    "a stage needed only as a start is taken from there, not trained")
     args = parser.parse_args(argv)
-    try:
-        names = [name.strip() for name in (args.stages or "").split(",") if name.strip()]
-        plan = PLAN if args.stages is None else select_stages(PLAN, names)
-    except ValueError as error:
-        parser.error(str(error))
+    plan, given = PLAN, {}
+    if args.stages is not None:
+        names = [name.strip() for name in args.stages.split(",") if name.strip()]
+        try:
+            plan = select_stages(PLAN, names)
+        except ValueError as error:
+            parser.error(str(error))
+        if args.starts is not None:
+            if not args.starts.is_dir():
+                parser.error(f"--starts {args.starts}: no such folder")
+            given = {stage.name: args.starts / (stage.name + SUFFIX) for stage in plan
+                     if stage.name not in names and (args.starts / (stage.name + SUFFIX)).is_file()}
+    elif args.starts is not None:
+        parser.error("--starts goes with --stages: it gives the starts of the stages named there")
     results = Job(args.pack, args.out, args.minutes, args.device, args.max_steps, plan=plan,
-                  distractors=args.distractors).run()
+                  distractors=args.distractors, given=given).run()
     failed = [name for name, stage in results["stages"].items() if "error" in stage]
     print(json.dumps({name: value["all"]["acc1"] for name, value in results["evaluation"].get("base", {}).items()}))
     return 1 if failed or not results["stages"] else 0

@@ -364,3 +364,35 @@ def test_a_rerun_takes_the_stages_named_and_those_they_start_from():
         select_stages(JOB_PLAN, ["e5-sap", "e5-sap-x"])
     with pytest.raises(SystemExit):  # said before any pack is read
         main(["--pack", "no-such-pack", "--out", "unused", "--stages", " , "])
+
+
+def test_a_rerun_starts_from_an_earlier_runs_artefact(job_run, tiny_pack, tmp_path, monkeypatch):
+    """`--stages dual --starts FOLDER`: the one-pass model trains from the first run's `sap`, which
+    is neither trained nor evaluated again; a start that does not apply fails it and what needs it."""
+    from support import benchmark_script
+
+    from babelink.train.job import main, select_stages
+
+    monkeypatch.setenv("BABELINK_HOME", str(tmp_path / "home"))
+    _, first = job_run
+    plan = select_stages(PLAN, ["dual"])
+    out = tmp_path / "out"
+    results = Job(tiny_pack, out, minutes=30, device="cpu", max_steps=1, plan=plan,
+                  given={"sap": first / "sap.safetensors"}).run()
+    assert results["stages"]["sap"]["given"] == "sap.safetensors" and results["stages"]["sap"]["steps"] == 2
+    assert "error" not in results["stages"]["dual"] and set(results["evaluation"]) == {"base", "dual"}
+    assert sorted(p.name for p in out.iterdir()) == ["dual.safetensors", "job.log", "results.json"]
+    dual = read_manifest(out / "dual.safetensors")
+    assert dual["entity_encoder"] == "sap" and dual["training"]["hold_out"] == ["es"]
+    gpu_job = benchmark_script("gpu_job")
+    text = gpu_job.section(results, gpu_job.kept_copy(out / "results.json", results))
+    assert "| sap | SAP (003, 001) | umls | es | 2 | — | — | sap.safetensors of an earlier run (commit `" in text
+
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "sap.safetensors").write_bytes((first / "sap.safetensors").read_bytes()[:100])
+    results = Job(tiny_pack, tmp_path / "again", minutes=30, device="cpu", max_steps=1, plan=plan,
+                  given={"sap": broken / "sap.safetensors"}).run()
+    assert "error" in results["stages"]["sap"] and "error" in results["stages"]["dual"]
+    with pytest.raises(SystemExit):
+        main(["--pack", str(tiny_pack), "--out", str(tmp_path / "unused"), "--starts", str(first)])
