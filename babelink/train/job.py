@@ -1,7 +1,8 @@
 """The GPU training job: one command that trains, distils, evaluates and exports the encoder
 artefacts from a training pack (`train.pack`) within a time budget.
 
-    python -m babelink.train.job --pack PACK --out OUT [--minutes 8.5] [--device cuda] [--stages NAME,…]
+    python -m babelink.train.job --pack PACK --out OUT [--minutes 8.5] [--device cuda]
+        [--stages NAME,… [--starts DIR]]
 
 Built for a lent GPU (one command of at most 10 minutes, no package registry, 16 MiB per file
 back): the SAP and student stages need torch, transformers, peft, safetensors and numpy; the
@@ -28,7 +29,7 @@ the pack (Acc@1 and Acc@5 per language, the KB's full name list; a KB's own name
 against the KB without that language), and `results.json` in OUT is
 rewritten after each stage, so a run cut short still reports what it finished. A failing stage
 is recorded and the job goes on; `--stages` runs some of the plan again (with what they start
-from) in the time a second try has left.
+from, trained again or given by `--starts`) in the time a second try has left.
 """
 
 from __future__ import annotations
