@@ -58,10 +58,16 @@ def test_a_default_candidate_is_checked_on_every_language_it_left_out(tmp_path):
     record = gpu_job.kept_copy(tmp_path / "results.json", results)
     text = gpu_job.section(results, record)
     assert ("- `sap` (left out: cs, el): held-out-names-cs 0.400 vs 0.200, held-out-names-el 0.400 vs 0.400; "
-            "not ahead on held-out-names-el: it stays an opt-in.") in text
+            "English: no set; not ahead on held-out-names-el: it stays an opt-in.") in text
     assert "- `student`" not in text  # not shipped
     results["evaluation"]["sap"] = {**scores, "held-out-names-el": scored("el", 0.6)}
-    assert "it beats the base on every one and may become the default." in gpu_job.section(results, record)
+    assert "held-out-names-el 0.600 vs 0.400; English: no set; it may become the default." in gpu_job.section(
+        results, record)
+    results["evaluation"]["sap"]["xlbel-en"] = scored("en", 0.24)  # the base's 0.25 less one point: kept
+    assert "English: xlbel-en 0.240 vs 0.250; it may become the default." in gpu_job.section(results, record)
+    results["evaluation"]["sap"]["xlbel-en"] = scored("en", 0.23)
+    assert ("English: xlbel-en 0.230 vs 0.250; English falls over a point on xlbel-en: it stays an opt-in."
+            in gpu_job.section(results, record))
 
 
 @pytest.mark.parametrize(("content", "message"), [
