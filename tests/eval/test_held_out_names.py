@@ -34,3 +34,16 @@ def test_the_sample_is_seeded_and_no_larger_than_asked():
     first, _ = held_out_names_set(kb, "tr", size=2, seed=3)
     again, _ = held_out_names_set(kb, "tr", size=2, seed=3)
     assert len(first.queries) == 2 and first.queries == again.queries
+
+
+def test_a_name_is_drawn_by_its_own_hash_so_a_new_candidate_leaves_the_rest_of_the_sample():
+    builder = KnowledgeBaseBuilder()
+    for index in range(40):
+        builder.add_name(f"C{index}", f"name {index}", lang="en")
+        builder.add_name(f"C{index}", f"ad {index}", lang="tr")
+    before = {q.mention for q in held_out_names_set(builder.build(), "tr", size=10)[0].queries}
+    builder.add_name("C0", "aa", lang="tr")  # one more candidate, sorted first: at most one drawn name gives way
+    after = {q.mention for q in held_out_names_set(builder.build(), "tr", size=10)[0].queries}
+    assert len(before) == len(after) == 10 and len(before & after) >= 9
+    other_seed = {q.mention for q in held_out_names_set(builder.build(), "tr", size=10, seed=1)[0].queries}
+    assert other_seed != after
