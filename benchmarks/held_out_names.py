@@ -110,9 +110,9 @@ def report(runs: dict, size: int, encoder: str, command: str, measured_at: str) 
     systems = list(next(iter(runs.values()))["results"])
     lines = [f"## {time.strftime('%Y-%m-%d')} — KB names of a held-out language (commit `{measured_at}`)", "",
              f"Command: `{command}` · machine: {machine()}", "",
-             (f"Data: `../shared/data/{KB_FILE}`; per language, {size} of its name strings sampled (seed 0) among "
-             "those whose concept keeps a name in another language and that no other language's name spells "
-             "alike, normalised against a lazy-index bundle of the KB without that language's names. "
+             (f"Data: `../shared/data/{KB_FILE}`; per language, {size} of its name strings drawn by a seeded hash "
+             "(seed 0) among those whose concept keeps a name in another language and that no other language's "
+             "name spells alike, normalised against a lazy-index bundle of the KB without that language's names. "
              f"Translations: `../shared/data/{LEXICONS}` (language guessed). The **hybrid** is the baseline; "
              "Acc@1 / Acc@5 per language (n = queries / distinct name strings of the language):"), "",
              "| language | n | MUSE lexicon | " + " | ".join(systems) + " |",
