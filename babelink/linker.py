@@ -24,7 +24,7 @@ from babelink.errors import BundleError, InvalidInputError
 from babelink.formats.document import Document
 from babelink.lang import check_language
 from babelink.link.context_filter import ContextFilter
-from babelink.link.documents import DocumentLinker, LinkParams, check_linkable
+from babelink.link.documents import DocumentLinker, LinkParams, bundle_link_params, check_linkable
 from babelink.link.mentions import LinkedDocument
 from babelink.link.modifiers import concept_types
 from babelink.link.ngram_search import LinkedPart, ngram_search
@@ -126,7 +126,7 @@ class Linker:
         self.encoder = encoder
         self.generator = generator or generator_for(bundle, encoder, name_filter=self.name_filter)
         self._filtered: dict[NameFilter, Linker] = {}
-        self.link_params = link_params or LinkParams()
+        self.link_params = link_params or bundle_link_params(bundle.manifest)
         self.context_filter = context_filter
         self.detector = detector
 
@@ -164,7 +164,7 @@ class Linker:
 
             ner = NerDetector(ner)
         loaded, encoder = load_bundle_with_encoder(bundle, runtime)
-        return cls(loaded, encoder=encoder, link_params=LinkParams(**params),
+        return cls(loaded, encoder=encoder, link_params=bundle_link_params(loaded.manifest, **params),
                    context_filter=filter, detector=ner, name_filter=name_filter, model=model)
 
     def with_options(self, **changes) -> Linker:

@@ -183,6 +183,7 @@ def build_bundle(
     dft: DftRecord | None = None,
     translations: Lexicon | None = None,
     kb_source: dict | None = None,
+    link_thresholds: dict[str, float] | None = None,
     progress: Callable[[str, int, int], None] | None = None,
 ) -> Path:
     """Index `kb` and write the bundle directory `out` atomically; return its path.
@@ -192,8 +193,9 @@ def build_bundle(
     `EncoderSettings`). `spans` (see `augment.span_kb`) adds a
     labeled-span index searched first; `dft` records the documents dictionary fine-tuning took
     names from. `translations` (`translate.read_lexicons`) are stored for searching mentions through
-    their English renderings too. `progress(stage, done, total)`
-    follows the encoding of names.
+    their English renderings too. `link_thresholds` (`link.documents.BUNDLE_THRESHOLDS`) are what
+    `link` uses on this bundle unless told otherwise: an encoder other than the bundled one scores on
+    its own cosine scale. `progress(stage, done, total)` follows the encoding of names.
     """
     out = Path(out).absolute()
     if retriever not in RETRIEVERS:
@@ -202,6 +204,7 @@ def build_bundle(
         raise BundleError(f"{out}: exists and is not a babelink bundle; refusing to replace it")
     if len(kb) == 0:
         raise BabelinkError("the knowledge base has no concepts (check the --lang / source filters)")
+    link_thresholds = _checked_thresholds(link_thresholds or {})
     sparse_params = sparse_params or TfidfParams()
     dense_params = dense_params or DenseParams()
     if dense_params.kind == "lazy" and retriever != "hybrid":
@@ -236,6 +239,8 @@ def build_bundle(
             files += spans_files
             manifest["spans"] = {"concepts": len(spans), "names": spans.num_names, "strings": len(spans_names),
                                  "switch_threshold": switch_threshold}
+        if link_thresholds:
+            manifest["link"] = link_thresholds
         if translations is not None:
             files += [*translations.save(staging / TRANSLATIONS), save_english_words(kb, staging / TRANSLATIONS)]
             manifest["translations"] = translations.summary()
@@ -252,6 +257,18 @@ def build_bundle(
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return out
+
+
+def _checked_thresholds(thresholds: dict[str, float]) -> dict[str, float]:
+    from babelink.link.documents import BUNDLE_THRESHOLDS
+
+    for name, value in thresholds.items():
+        if name not in BUNDLE_THRESHOLDS:
+            raise BabelinkError(f"link_thresholds: {name!r} is not one a bundle records "
+                                f"({', '.join(BUNDLE_THRESHOLDS)})")
+        if not 0.0 <= value <= 1.0:
+            raise BabelinkError(f"link_thresholds: {name} must be between 0 and 1, got {value}")
+    return dict(thresholds)
 
 
 def _write_indexes(kb, directory: Path, sparse_params, encoder, dense_params, progress) -> tuple[list[Path], NameTable]:

@@ -53,6 +53,14 @@ def build(
     ] = None,
     switch_threshold: Annotated[float | None, typer.Option(
         "--switch-threshold", help="Score a labeled span needs to be used before the KB.")] = None,
+    link_threshold: Annotated[float | None, typer.Option(
+        "--link-threshold", min=0.0, max=1.0,
+        help="The link threshold `link` uses on this bundle unless told otherwise (default: the library's, 0.98, "
+             "chosen on dev for the bundled encoder): give the one dev chose for --encoder.")] = None,
+    recall_threshold: Annotated[float | None, typer.Option(
+        "--recall-threshold", min=0.0, max=1.0,
+        help="The TF-IDF gate `link` uses on this bundle unless told otherwise (default: the library's, 0.55).")
+    ] = None,
     dft_from: Annotated[Path | None, typer.Option(
         "--dft-from", help="Annotated documents whose mentions extend the KB names (dictionary fine-tuning).")] = None,
     dft_ratio: Annotated[float, typer.Option(
@@ -121,6 +129,9 @@ def build(
             dft=dft,
             translations=lexicon,
             kb_source=source_info,
+            link_thresholds={name: value for name, value in (("link_threshold", link_threshold),
+                                                             ("recall_threshold", recall_threshold))
+                             if value is not None},
             progress=progress,
         )
     summary = (f"wrote {path}: {len(knowledge_base):,} concepts, {knowledge_base.num_names:,} names, "

@@ -14,8 +14,10 @@ from babelink.cli.options import (
     FilterOption,
     KeepModifiersOption,
     LangsOption,
+    LinkThresholdOption,
     MinProbabilityOption,
     ModelOption,
+    RecallThresholdOption,
     SourcesOption,
     TypesOption,
     counted,
@@ -65,6 +67,8 @@ def link(
         bool, typer.Option("--candidates", help="JSONL: each mention's ranked candidates too.")
     ] = False,
     min_probability: MinProbabilityOption = None,
+    link_threshold: LinkThresholdOption = None,
+    recall_threshold: RecallThresholdOption = None,
     keep_modifiers: KeepModifiersOption = False,
     types: TypesOption = None,
     sources: SourcesOption = None,
@@ -124,7 +128,7 @@ def link(
                  else read_input_documents(input_path, lang=lang))
     from babelink.retrieve.filters import NameFilter
 
-    params = link_params(min_probability, keep_modifiers)
+    params = link_params(min_probability, keep_modifiers, link_threshold, recall_threshold)
     name_filter = NameFilter.of(types, sources, langs)
     if (name_filter or codes) and engine is Engine.ray:
         raise InvalidInputError("--types, --sources, --langs and --codes run with --engine local only")
@@ -132,10 +136,11 @@ def link(
         from babelink.bundle.default import default_bundle
         from babelink.bundle.store import load_bundle
         from babelink.corpus.ray_engine import link_with_ray
-        from babelink.link.documents import LinkParams
+        from babelink.link.documents import bundle_link_params
         from babelink.link.settings import with_settings
 
-        provenance = with_settings(load_bundle(bundle or default_bundle()).provenance, LinkParams(**params),
+        loaded = load_bundle(bundle or default_bundle())
+        provenance = with_settings(loaded.provenance, bundle_link_params(loaded.manifest, **params),
                                    context_filter=context_filter)  # as each worker's linker will say
         done = _resumed(output, output_format, overwrite, provenance)
         results = link_with_ray(documents, done, bundle=bundle, context_filter=context_filter, params=params,

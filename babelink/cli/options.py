@@ -39,6 +39,13 @@ MinProbabilityOption = Annotated[
              "decides by its cosine threshold, measured the better rule on dev; normalize: a mention with none "
              "left is NIL).")
 ]
+LinkThresholdOption = Annotated[float | None, typer.Option(
+    "--link-threshold", min=0.0, max=1.0,
+    help="Score a span's best concept needs to be linked (default: the bundle's, recorded at its build, else "
+         "0.98, chosen on dev for the bundled encoder; another encoder's cosines need their own).")]
+RecallThresholdOption = Annotated[float | None, typer.Option(
+    "--recall-threshold", min=0.0, max=1.0,
+    help="TF-IDF score a span needs to be ranked at all (default: the bundle's, recorded at its build, else 0.55).")]
 KeepModifiersOption = Annotated[bool, typer.Option(
     "--keep-modifiers", help="Also link words that only qualify a mention (severe, chronic, bilateral: HPO Clinical "
                              "modifier and Frequency, UMLS T079–T082), left out by default.")]
@@ -88,9 +95,12 @@ class IndexKind(str, Enum):
     lazy = "lazy"
 
 
-def link_params(min_probability: float | None, keep_modifiers: bool) -> dict:
-    """The `LinkParams` fields `link` and `serve` options set (the rest keep their defaults)."""
-    return {**({} if min_probability is None else {"min_probability": min_probability}),
+def link_params(min_probability: float | None, keep_modifiers: bool, link_threshold: float | None = None,
+                recall_threshold: float | None = None) -> dict:
+    """The `LinkParams` fields `link` and `serve` options set (the rest keep the bundle's or the defaults)."""
+    given = {"min_probability": min_probability, "link_threshold": link_threshold,
+             "recall_threshold": recall_threshold}
+    return {**{name: value for name, value in given.items() if value is not None},
             **({"modifier_types": frozenset()} if keep_modifiers else {})}
 
 

@@ -242,3 +242,30 @@ def test_a_bundle_whose_names_normalise_otherwise_now_loads_and_says_how_many(kb
     monkeypatch.undo()
     load_bundle(path)
     assert capsys.readouterr().err == ""  # and every string normalises now as it did then
+
+
+def test_a_bundle_links_at_the_thresholds_its_build_recorded_unless_told_otherwise(kb, tmp_path):
+    """Another encoder's cosines are on their own scale: the thresholds chosen on dev for it travel
+    with the bundle (`build --link-threshold`), through an update too."""
+    from babelink.bundle.update import update_bundle
+    from babelink.kb.base import KnowledgeBaseBuilder
+
+    path = build_bundle(kb, tmp_path / "b", retriever="sparse", link_thresholds={"link_threshold": 0.7})
+    assert load_bundle(path).manifest["link"] == {"link_threshold": 0.7}
+    assert Linker.open(path).link_params == LinkParams(link_threshold=0.7)
+    assert Linker(load_bundle(path)).link_params.link_threshold == 0.7
+    assert Linker.open(path, link_threshold=0.9, recall_threshold=0.4).link_params == LinkParams(
+        link_threshold=0.9, recall_threshold=0.4)
+    # the misspelt phrase reaches 0.7 as a whole; at 0.98 only the exact name inside it does
+    assert [m.text for m in Linker.open(path).link("Diabetes melitus.").mentions] == ["Diabetes melitus"]
+    assert [m.text for m in Linker.open(path, link_threshold=0.98).link("Diabetes melitus.").mentions] == ["Diabetes"]
+    assert Linker.open(build_bundle(kb, tmp_path / "plain", retriever="sparse")).link_params == LinkParams()
+
+    more = KnowledgeBaseBuilder()
+    more.add_name("C4", "Fever", preferred=True, lang="en")
+    update_bundle(path, more.build())
+    assert load_bundle(path).manifest["link"] == {"link_threshold": 0.7}
+    with pytest.raises(store.BabelinkError, match="'min_probability' is not one a bundle records"):
+        build_bundle(kb, tmp_path / "c", retriever="sparse", link_thresholds={"min_probability": 0.5})
+    with pytest.raises(store.BabelinkError, match="link_threshold must be between 0 and 1, got 1.5"):
+        build_bundle(kb, tmp_path / "c", retriever="sparse", link_thresholds={"link_threshold": 1.5})

@@ -157,3 +157,20 @@ def test_a_malformed_ontology_is_named_by_file_and_line(tmp_path):
                       "--out", tmp_path / "bundle", "--retriever", "sparse")
     assert result.returncode != 0 and "bad.obo:3" in result.stderr and "Traceback" not in result.stderr
     assert not (tmp_path / "bundle").exists()
+
+
+def test_a_bundle_built_with_a_link_threshold_links_at_it_and_the_command_line_overrides_it(tmp_path):
+    from support import MRCONSO
+
+    (tmp_path / "MRCONSO.RRF").write_text(MRCONSO)
+    built = babelink("build", "--kb", tmp_path / "MRCONSO.RRF", "--out", tmp_path / "b", "--retriever", "sparse",
+                     "--link-threshold", "0.7")
+    assert built.returncode == 0, built.stderr
+    assert json.loads((tmp_path / "b" / "manifest.json").read_text())["link"] == {"link_threshold": 0.7}
+    loose = babelink("link", "--bundle", tmp_path / "b", "Diabetes melitus.")
+    strict = babelink("link", "--bundle", tmp_path / "b", "--link-threshold", "0.98", "Diabetes melitus.")
+    assert loose.returncode == strict.returncode == 0, loose.stderr + strict.stderr
+    assert _mentions(json.loads(loose.stdout)) == [("Diabetes melitus", "C0011849")]
+    assert _mentions(json.loads(strict.stdout)) == []
+    refused = babelink("link", "--bundle", tmp_path / "b", "--link-threshold", "1.5", "Asthma.")
+    assert refused.returncode == 2 and "--link-threshold" in refused.stderr
