@@ -193,7 +193,7 @@ def build_bundle(
     `EncoderSettings`). `spans` (see `augment.span_kb`) adds a
     labeled-span index searched first; `dft` records the documents dictionary fine-tuning took
     names from. `translations` (`translate.read_lexicons`) are stored for searching mentions through
-    their English renderings too. `link_thresholds` (`link.documents.BUNDLE_THRESHOLDS`) are what
+    their English renderings too. `link_thresholds` (`LINK_THRESHOLDS`) are what
     `link` uses on this bundle unless told otherwise: an encoder other than the bundled one scores on
     its own cosine scale. `progress(stage, done, total)` follows the encoding of names.
     """
@@ -259,13 +259,17 @@ def build_bundle(
     return out
 
 
-def _checked_thresholds(thresholds: dict[str, float]) -> dict[str, float]:
-    from babelink.link.documents import BUNDLE_THRESHOLDS
+#: The `link.documents.LinkParams` a bundle may record (`build --link-threshold`, `--recall-threshold`):
+#: the link threshold is on its encoder's cosine scale, so a bundle of another encoder links at the
+#: thresholds chosen on dev for it; the TF-IDF gate may go down with it.
+LINK_THRESHOLDS = ("recall_threshold", "link_threshold")
 
+
+def _checked_thresholds(thresholds: dict[str, float]) -> dict[str, float]:
     for name, value in thresholds.items():
-        if name not in BUNDLE_THRESHOLDS:
+        if name not in LINK_THRESHOLDS:
             raise BabelinkError(f"link_thresholds: {name!r} is not one a bundle records "
-                                f"({', '.join(BUNDLE_THRESHOLDS)})")
+                                f"({', '.join(LINK_THRESHOLDS)})")
         if not 0.0 <= value <= 1.0:
             raise BabelinkError(f"link_thresholds: {name} must be between 0 and 1, got {value}")
     return dict(thresholds)

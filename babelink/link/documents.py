@@ -88,15 +88,9 @@ class LinkParams:
         object.__setattr__(self, "modifier_types", frozenset(self.modifier_types))
 
 
-#: The `LinkParams` a bundle may record (`build --link-threshold`, `--recall-threshold`): the link
-#: threshold is on its encoder's cosine scale, so a bundle of another encoder links at the thresholds
-#: chosen on dev for it; the TF-IDF gate may go down with it.
-BUNDLE_THRESHOLDS = ("recall_threshold", "link_threshold")
-
-
 def bundle_link_params(manifest: dict, **params) -> LinkParams:
-    """`LinkParams` of `params`, the thresholds the bundle recorded (`manifest["link"]`) for those not
-    given, the defaults for the rest."""
+    """`LinkParams` of `params`, the thresholds the bundle recorded (`manifest["link"]`,
+    `bundle.store.LINK_THRESHOLDS`) for those not given, the defaults for the rest."""
     return LinkParams(**{**manifest.get("link", {}), **params})
 
 
