@@ -7,6 +7,7 @@ only queries with at least one gold concept in the KB are scored (the *in-KB sub
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -140,8 +141,6 @@ def held_out_names_set(kb: KnowledgeBase, lang: str, size: int = 400, seed: int 
     depends on that string alone, so a change that adds or drops a few candidates (a new KB
     release, a new name normalisation) keeps the rest of the sample, and runs at two commits
     compare mostly the same names."""
-    import hashlib
-
     names = kb.names.select(["concept_id", "name", "lang"]).to_pydict()
     gold: dict[str, dict[str, None]] = {}
     surface: dict[str, str] = {}

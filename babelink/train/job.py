@@ -174,19 +174,14 @@ class PackEvaluator:
             if sets is not None and key not in sets:
                 continue
             indexes, concepts = self._dictionary(kb, without, rows, distractors)
-            if distractors is None and kb in encoded:
-                vectors = encoded[kb]
-            else:
-                chosen = self.names[kb] if distractors is None else [self.names[kb][i] for i in indexes]
-                began = time.monotonic()
-                vectors = self._encode(encoder, chosen)
-                spent = self.kb_encoding.setdefault(kb, {"names": 0, "seconds": 0.0})
-                spent["names"] += len(chosen)
-                spent["seconds"] = round(spent["seconds"] + time.monotonic() - began, 2)
             if distractors is None:  # every name encoded once; a set searches those of its dictionary
-                encoded[kb] = vectors
+                if kb not in encoded:
+                    encoded[kb] = self._encode_kb(encoder, kb, self.names[kb])
+                vectors = encoded[kb]
                 if without is not None:
                     vectors = vectors[torch.as_tensor(indexes, device=vectors.device)]
+            else:
+                vectors = self._encode_kb(encoder, kb, [self.names[kb][i] for i in indexes])
             ranked = self._ranked(encoder, [row[1] for row in rows], vectors, concepts)
             results[key] = _accuracy(rows, ranked)
         return results
@@ -215,6 +210,15 @@ class PackEvaluator:
         keep = gold | set(random.Random(0).sample(others, min(distractors, len(others))))
         chosen = [j for j, concepts in enumerate(concepts_of) if keep.intersection(concepts)]
         return [indexes[j] for j in chosen], [concepts_of[j] for j in chosen]
+
+    def _encode_kb(self, encoder: TransformerEncoder, kb: str, names: list[str]) -> torch.Tensor:
+        """`names` of `kb` encoded, the time it took added to `kb_encoding`."""
+        began = time.monotonic()
+        vectors = self._encode(encoder, names)
+        spent = self.kb_encoding.setdefault(kb, {"names": 0, "seconds": 0.0})
+        spent["names"] += len(names)
+        spent["seconds"] = round(spent["seconds"] + time.monotonic() - began, 2)
+        return vectors
 
     def _encode(self, encoder: TransformerEncoder, texts: list[str]) -> torch.Tensor:
         dtype = torch.float16 if self.device.type == "cuda" else torch.float32
@@ -581,10 +585,11 @@ def select_stages(plan: tuple, names: list[str]) -> tuple:
     chosen: set[str] = set()
     pending = list(names)
     while pending:
-        stage = by_name[name := pending.pop()]
+        name = pending.pop()
         chosen.add(name)
-        pending += [start for start in (getattr(stage, "teacher", None), getattr(stage, "init", None))
-                    if start and start not in chosen]
+        start = getattr(by_name[name], "teacher", None) or getattr(by_name[name], "init", None)
+        if start and start not in chosen:
+            pending.append(start)
     return tuple(stage for stage in plan if stage.name in chosen)
 
 
