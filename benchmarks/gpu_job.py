@@ -224,15 +224,8 @@ def _against(compared: list[tuple[str, float, float]]) -> str:
 
 
 def _held_out(plan: list[dict]) -> dict[str, set[str]]:
-    """Each stage's languages left out of training: its own, or those of the stage it starts
-    from (a student's teacher, a one-pass model's init), as `Job.hold_out_of` says."""
-    stages = {stage["name"]: stage for stage in plan}
-
-    def held(stage: dict) -> set[str]:
-        origin = stage.get("teacher") or stage.get("init")
-        return held(stages[origin]) if origin in stages else set(stage.get("hold_out") or ())
-
-    return {name: held(stage) for name, stage in stages.items()}
+    """Each stage's languages left out of training, as the job recorded them (`Job.hold_out_of`)."""
+    return {stage["name"]: set(stage["left_out"]) for stage in plan}
 
 
 def _pair(value: dict | None) -> str:

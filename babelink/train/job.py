@@ -269,7 +269,9 @@ class Job:
             "pack": {k: self.manifest[k] for k in ("commit", "created", "base", "bytes")},
             "code": self._code(),
             "budget": {"minutes": minutes, "max_steps": max_steps, "distractors": distractors},
-            "plan": [asdict(stage) for stage in plan], "stages": {}, "evaluation": {},
+            # each stage with the languages its model never trained on (`hold_out_of`), for the publisher
+            "plan": [{**asdict(stage), "left_out": list(self.hold_out_of(stage))} for stage in plan],
+            "stages": {}, "evaluation": {},
             "kb_encoding": {}}
         self.checkpoints: dict[str, Path] = {}
         self.rates: dict[str, float] = {}

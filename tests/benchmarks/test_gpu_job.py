@@ -9,8 +9,8 @@ from support import benchmark_script
 
 gpu_job = benchmark_script("gpu_job")
 
-PLAN = [{"name": "sap", "names": ["umls"], "translations": True, "hold_out": ["de"]},
-        {"name": "student", "teacher": "sap", "layers": 3}]
+PLAN = [{"name": "sap", "names": ["umls"], "translations": True, "hold_out": ["de"], "left_out": ["de"]},
+        {"name": "student", "teacher": "sap", "layers": 3, "left_out": ["de"]}]
 RESULTS = {"started": "2031-05-06T07:08:09Z", "device": "NVIDIA H200 (CUDA 13.0)", "torch": "2.11.0",
            "pack": {"commit": "abcdef1234", "created": "2031-05-05T00:00:00Z", "bytes": 44 * 2**20,
                     "base": {"name": "e5", "pieces": 83290}},
@@ -45,8 +45,9 @@ def test_a_failed_stage_and_one_never_run_are_shown_as_such(tmp_path):
 
 def test_a_default_candidate_is_checked_on_every_language_it_left_out(tmp_path):
     """docs/training.md §4: a default-eligible artefact must beat the base wherever it never trained."""
-    plan = [{"name": "sap", "names": ["umls"], "translations": False, "hold_out": ["cs", "el"]},
-            {"name": "student", "teacher": "sap", "layers": 3}]
+    plan = [{"name": "sap", "names": ["umls"], "translations": False, "hold_out": ["cs", "el"],
+             "left_out": ["cs", "el"]},
+            {"name": "student", "teacher": "sap", "layers": 3, "left_out": ["cs", "el"]}]
     done = {"steps": 10, "items": 20, "seconds": 5.0, "default_eligible": True}
 
     def scored(lang, acc1):

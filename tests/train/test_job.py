@@ -125,6 +125,8 @@ def test_the_job_trains_evaluates_and_ships_artefacts_for_the_full_base(job_run,
         "dual.safetensors", "job.log", "results.json", "sap.safetensors", "student.safetensors"]
 
     assert results["plan"][0]["hold_out"] == ("de",)
+    # each stage's left-out languages recorded, for the publisher: inherited from the stage it starts from
+    assert [stage["left_out"] for stage in results["plan"]] == [["de"], ["es"], ["es"], ["es"]]
     # a held-out language stays out of what starts from the stage: the student's names, the one-pass model's encoder
     assert results["stages"]["student"]["items"] == 12  # the 16 KB names but the 4 Spanish ones
     assert results["evaluation"]["base"]["held-out-names-es"]["es"]["n"] == 2
