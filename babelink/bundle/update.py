@@ -1,5 +1,6 @@
 """Changing a built bundle without rebuilding it: adding concepts and synonyms (`update_bundle`),
-giving it another dense index (`reindex_bundle`), storing its own calibrator (`store_calibrator`).
+giving it another dense index (`reindex_bundle`), translation lexicons (`add_translations`) or its
+own calibrator (`store_calibrator`).
 
 A rebuild re-encodes every name (minutes for a UMLS-size KB, hours on a CPU for full UMLS); an
 update encodes only the new name strings. Name strings are numbered in order of first
@@ -42,7 +43,7 @@ from babelink.kb.readers import infer_format, read_kb
 from babelink.kb.store import save_kb
 from babelink.retrieve.calibration import CALIBRATION_FILE, Calibrator, script_shares
 from babelink.text import NAME_NORMALIZATION
-from babelink.translate import save_english_words
+from babelink.translate import Lexicon, save_english_words
 
 #: What makes two names one: a concept's name in a language (its source and term type aside).
 _NAME_KEY = ("concept_id", "name", "lang")
@@ -138,9 +139,7 @@ def update_bundle(path: str | Path, additions: KnowledgeBase, out: str | Path | 
     labeled spans and lexicons are kept as they are. `source` names the additions in the
     manifest's `updates`."""
     bundle = load_bundle(path, verify=True)
-    out = Path(out or path).absolute()
-    if out != bundle.path.absolute() and out.exists() and not (out / MANIFEST).is_file():
-        raise BundleError(f"{out}: exists and is not a babelink bundle; refusing to replace it")
+    out = _checked_target(bundle, out)
     merged, enriched = merge_kb(bundle.kb, additions)
     if merged.num_names == bundle.kb.num_names and merged.concepts.equals(bundle.kb.concepts):  # nothing changes
         if out != bundle.path.absolute():
@@ -223,9 +222,7 @@ def reindex_bundle(path: str | Path, params: DenseParams, out: str | Path | None
     store, which keeps the others too). Only `dense/` and the manifest change; the other files are
     hard-linked, and the result is swapped in like an update (`out`: written there instead)."""
     bundle = load_bundle(path, verify=True)
-    out = Path(out or path).absolute()
-    if out != bundle.path.absolute() and out.exists() and not (out / MANIFEST).is_file():
-        raise BundleError(f"{out}: exists and is not a babelink bundle; refusing to replace it")
+    out = _checked_target(bundle, out)
     if bundle.dense is None:
         raise BundleError(f"{bundle.path}: a {bundle.retriever} bundle has no encoder to index its names with; "
                           "rebuild it with --retriever hybrid")
@@ -254,12 +251,7 @@ def reindex_bundle(path: str | Path, params: DenseParams, out: str | Path | None
                     "reindexed": [*bundle.manifest.get("reindexed", []), {
                         "at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "from": bundle.dense.params.kind,
                         "to": params.kind}]}
-        records = file_records(staging, files)
-        for field in records:
-            if field in manifest:  # a bundle built before sizes were recorded has none to extend
-                kept = {name: value for name, value in manifest[field].items() if not name.startswith("dense/")}
-                manifest[field] = {**kept, **records[field]}
-        (staging / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False))
+        _write_with_files(staging, manifest, files, replaced="dense/")
 
     write_directory(out, write)
     return out
@@ -277,11 +269,58 @@ def store_calibrator(path: str | Path, calibrator: Calibrator) -> Path:
             (staging / linked).unlink(missing_ok=True)
         calibrator.save(staging / CALIBRATION_FILE)
         manifest = {**bundle.manifest, "build_id": uuid.uuid4().hex, "calibration": calibrator.trained_on}
-        records = file_records(staging, [staging / CALIBRATION_FILE])
-        for field in records:
-            if field in manifest:  # a bundle built before sizes were recorded has none to extend
-                manifest[field] = {**manifest[field], **records[field]}
-        (staging / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False))
+        _write_with_files(staging, manifest, [staging / CALIBRATION_FILE], replaced=CALIBRATION_FILE)
 
     write_directory(bundle.path.absolute(), write)
     return bundle.path.absolute()
+
+
+def add_translations(path: str | Path, lexicon: Lexicon, out: str | Path | None = None) -> Path:
+    """Write `path` with `lexicon` among its translation lexicons (`out`: elsewhere; None: in place)
+    and return where: the new files' senses lead and the bundle's own fill their gaps, the order of
+    `build --translations` beside `--translations-from-kb`. Only `translations/` and the manifest
+    change; the other files are hard-linked, and the result is swapped in like an update. A
+    bundle that has every file of `lexicon` already is left as it was (`out`: an exact copy)."""
+    bundle = load_bundle(path)
+    out = _checked_target(bundle, out)
+    had = {(source.lang, source.sha256) for source in bundle.lexicon.sources} if bundle.lexicon else set()
+    new = [source for source in lexicon.sources if (source.lang, source.sha256) not in had]
+    if not new:
+        if out != bundle.path.absolute():
+            write_directory(out, lambda staging: shutil.copytree(bundle.path, staging, dirs_exist_ok=True))
+        return out
+    combined = lexicon if bundle.lexicon is None else lexicon.followed_by(bundle.lexicon)
+
+    def write(staging: Path) -> None:
+        shutil.copytree(bundle.path, staging, copy_function=os.link, dirs_exist_ok=True)
+        (staging / MANIFEST).unlink()  # rewritten: unlinked first, or the old bundle's would change
+        shutil.rmtree(staging / TRANSLATIONS, ignore_errors=True)
+        files = [*combined.save(staging / TRANSLATIONS), save_english_words(bundle.kb, staging / TRANSLATIONS)]
+        manifest = {**bundle.manifest, "build_id": uuid.uuid4().hex, "translations": combined.summary(),
+                    "translations_added": [*bundle.manifest.get("translations_added", []), {
+                        "at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "files": [source.file for source in new]}]}
+        _write_with_files(staging, manifest, files, replaced=TRANSLATIONS + "/")
+
+    write_directory(out, write)
+    return out
+
+
+def _checked_target(bundle: Bundle, out: str | Path | None) -> Path:
+    """Where a change of `bundle` is written: `out`, else the bundle itself; never over a
+    directory that is not a bundle."""
+    target = Path(out or bundle.path).absolute()
+    if target != bundle.path.absolute() and target.exists() and not (target / MANIFEST).is_file():
+        raise BundleError(f"{target}: exists and is not a babelink bundle; refusing to replace it")
+    return target
+
+
+def _write_with_files(staging: Path, manifest: dict, files: list[Path], replaced: str) -> None:
+    """Write `manifest` into `staging` with `files` recorded in place of its entries under
+    `replaced` (a directory ending in "/", or a file name)."""
+    records = file_records(staging, files)
+    for field in records:
+        if field in manifest:  # a bundle built before sizes were recorded has none to extend
+            kept = {name: value for name, value in manifest[field].items()
+                    if not (name.startswith(replaced) if replaced.endswith("/") else name == replaced)}
+            manifest[field] = {**kept, **records[field]}
+    (staging / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False))

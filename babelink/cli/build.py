@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from babelink.cli.options import IndexKind, KbFormatOption, Retriever
+from babelink.cli.options import IndexKind, KbFormatOption, Retriever, TranslationsOption
 from babelink.errors import InvalidInputError
 from babelink.fsutil import refuse_same_file
 from babelink.lang import parse_languages
@@ -70,10 +70,7 @@ def build(
         "--kb-name", help="The KB's name in every prediction's provenance (default: the KB file's name).")] = None,
     kb_version: Annotated[str | None, typer.Option(
         "--kb-version", help="The KB's release, e.g. 2024AA (default: a hash of its content).")] = None,
-    translations: Annotated[list[str] | None, typer.Option(
-        "--translations",
-        help="Bilingual lexicons mentions are also searched through in English: en-XX.tsv files "
-             "('english<TAB>foreign'), directories of them, or XX=FILE; repeat for several.")] = None,
+    translations: TranslationsOption = None,
     types_from: Annotated[list[Path] | None, typer.Option(
         "--types-from",
         help="OBO ontologies (e.g. HPO's hp.obo) whose top branches become the types of the concepts that are, "
@@ -162,17 +159,21 @@ def update(
     out: Annotated[Path | None, typer.Option(
         "--out", "-o", help="Write the updated bundle here (default: replace --bundle atomically).")] = None,
     kb_format: KbFormatOption = None,
+    translations: TranslationsOption = None,
 ) -> None:
     """Add concepts, synonyms and codes to a bundle (encoding only the new names; read with the build's --lang,
-    --source, --term-type and --types-from), or give it another dense index."""
+    --source, --term-type and --types-from), translation lexicons (their senses before the bundle's own), or give
+    it another dense index."""
     from babelink.bundle.default import default_bundle
     from babelink.bundle.store import read_manifest
-    from babelink.bundle.update import read_additions, reindex_bundle, update_bundle
+    from babelink.bundle.update import add_translations, read_additions, reindex_bundle, update_bundle
     from babelink.index.dense import DenseParams
     from babelink.progress import progress_bar
+    from babelink.translate import read_lexicons
 
-    if add is None and index is None:
-        raise InvalidInputError("nothing to do: give --add FILE, --index KIND, or both")
+    if add is None and index is None and not translations:
+        raise InvalidInputError("nothing to do: give --add FILE, --translations FILE, --index KIND, or several")
+    lexicon = read_lexicons(translations) if translations else None  # a malformed line stops here, bundle untouched
     bundle = bundle or default_bundle()
     refuse_same_file(out or bundle, [add], "--out")
     if add is not None:
@@ -191,6 +192,17 @@ def update(
                        + (f", gave {update['enriched_concepts']:,} concepts more types or codes"
                           if update["enriched_concepts"] else "")
                        + (f"; {there:,} of the names given were there already" if there else ""), err=True)
+        bundle, out = path, None
+    if lexicon is not None:
+        before = read_manifest(bundle)["build_id"]
+        path = add_translations(bundle, lexicon, out)
+        after = read_manifest(path)
+        if after["build_id"] == before:
+            typer.echo(f"{path}: unchanged, the bundle has every lexicon given already", err=True)
+        else:
+            entries = after["translations"]["languages"]
+            typer.echo(f"wrote {path}: lexicons for " + ", ".join(
+                f"{lang} ({entries[lang]:,} words)" for lang in sorted({s.lang for s in lexicon.sources})), err=True)
         bundle, out = path, None
     if index is not None:
         with progress_bar("indexing") as progress:

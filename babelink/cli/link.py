@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from enum import Enum
 from pathlib import Path
 from typing import Annotated
@@ -152,13 +153,14 @@ def link(
         linker = Linker.open(bundle, filter=context_filter, ner=ner, name_filter=name_filter, model=model,
                              runtime="onnx" if texts else "torch", **params)
         if lang is not None and lang not in linker.languages:
-            typer.echo(f"babelink: the bundle has no names and no lexicon in {lang!r} (it reads "
-                       f"{', '.join(sorted(linker.languages))}): mentions are found only where words match its names "
-                       "across languages", err=True)
+            typer.echo(_unread_notice(f"the bundle has no names and no lexicon in {lang!r}", linker.languages),
+                       err=True)
         done = _resumed(output, output_format, overwrite, linker.provenance)
         vocabularies = linker.checked_vocabularies(codes) if codes else None
         results = _reporting_skips(linker.link_stream((d for d in documents if d.id not in done), batch_size,
                                                       skip_invalid))
+        if lang is None:
+            results = _reporting_unread(results, linker.languages)
         if vocabularies is not None:
             results = (linked.in_vocabularies(vocabularies) for linked in results)
     with counted("linking", skipped=len(done)) as advance:
@@ -175,6 +177,26 @@ def _resumed(output: str, output_format: LinkFormat, overwrite: bool, provenance
         typer.echo(f"resuming {output}: skipping {len(done):,} documents already linked (--overwrite to start over)",
                    err=True)
     return done
+
+
+def _reporting_unread(results, languages: frozenset[str]):
+    """The results; at their end, on stderr, how many documents were read as a language the bundle
+    has neither names nor a lexicon in (their mentions are few, and nothing else would say why)."""
+    unread: Counter[str] = Counter()
+    for result in results:
+        if result.lang is not None and result.lang not in languages:
+            unread[result.lang] += 1
+        yield result
+    if unread:
+        counts = ", ".join(f"{code} ({count:,} document{'s' * (count != 1)})" for code, count in unread.most_common())
+        typer.echo(_unread_notice(f"documents read as {counts}: the bundle has no names and no lexicon in "
+                                  f"{'this language' if len(unread) == 1 else 'these languages'}", languages), err=True)
+
+
+def _unread_notice(what: str, languages: frozenset[str]) -> str:
+    return (f"babelink: {what} (it reads {', '.join(sorted(languages))}): mentions are found only where words match "
+            "its names across languages; a lexicon for the language lets it read more (`babelink update "
+            "--translations en-XX.tsv`, docs/translation-and-calibration.md)")
 
 
 def _reporting_skips(results):

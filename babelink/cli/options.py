@@ -46,6 +46,10 @@ LinkThresholdOption = Annotated[float | None, typer.Option(
 RecallThresholdOption = Annotated[float | None, typer.Option(
     "--recall-threshold", min=0.0, max=1.0,
     help="TF-IDF score a span needs to be ranked at all (default: the bundle's, recorded at its build, else 0.55).")]
+TranslationsOption = Annotated[list[str] | None, typer.Option(
+    "--translations",
+    help="Bilingual lexicons mentions are also searched through in English: en-XX.tsv files ('english<TAB>foreign'), "
+         "directories of them, or XX=FILE; repeat for several.")]
 KeepModifiersOption = Annotated[bool, typer.Option(
     "--keep-modifiers", help="Also link words that only qualify a mention (severe, chronic, bilateral: HPO Clinical "
                              "modifier and Frequency, UMLS T079–T082), left out by default.")]

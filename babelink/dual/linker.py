@@ -28,6 +28,7 @@ from babelink.detect.overlaps import resolve_overlaps
 from babelink.detect.tokenize import Token, tokenize
 from babelink.dual.model import DualModel
 from babelink.formats.document import Document
+from babelink.lang import check_language
 from babelink.link.documents import LinkParams, check_document, split_segments
 from babelink.link.mentions import LinkedDocument, LinkedMention
 from babelink.link.modifiers import concept_types, is_modifier
@@ -109,7 +110,8 @@ class DualLinker:
     def link(self, documents: Sequence[Document]) -> list[LinkedDocument]:
         return [LinkedDocument(document.id, document.text, tuple(
             LinkedMention(p.start, p.end, p.text, tuple(p.candidates), detector=DETECTOR)
-            for p in resolve_overlaps(found, "best")))
+            for p in resolve_overlaps(found, "best")),
+            lang=check_language(document.lang, f"document {document.id!r}: lang"))
             for document, found in zip(documents, self.ranked(self.span_hits(documents, self.threshold),
                                                               len(documents)))]
 

@@ -142,14 +142,14 @@ class DocumentLinker:
 
     def link(self, documents: Sequence[Document]) -> list[LinkedDocument]:
         """Link a batch of documents; a document's `lang` None is guessed per segment."""
-        proposals = self.proposals(documents)
+        proposals, read_as = self._proposals(documents)
         if self.context_filter is not None:
             self.apply_filter(documents, proposals)
             threshold = self.context_filter.settings.threshold
             proposals = [[p for p in found if p.filter_score >= threshold] for found in proposals]
         return [LinkedDocument(document.id, document.text,
-                               tuple(self._mention(p) for p in resolve_overlaps(found, self.params.overlap)))
-                for document, found in zip(documents, proposals)]
+                               tuple(self._mention(p) for p in resolve_overlaps(found, self.params.overlap)), lang=lang)
+                for document, found, lang in zip(documents, proposals, read_as)]
 
     @staticmethod
     def _mention(proposal: Proposal) -> LinkedMention:
@@ -170,25 +170,35 @@ class DocumentLinker:
         """Per document, every span that clears the recall and link thresholds, before the
         filter and overlap resolution. With a `detector`, its spans skip the recall threshold,
         and one below the link threshold is replaced by its linked n-grams (002 §4.4.1)."""
+        return self._proposals(documents)[0]
+
+    def _proposals(self, documents: Sequence[Document]) -> tuple[list[list[Proposal]], list[str | None]]:
+        """`proposals`, and each document's language: the one given, else the one most of its
+        characters were read as (None: no guess)."""
         langs = [check_language(document.lang, f"document {document.id!r}: lang") for document in documents]
         segments = [(index, offset, segment, langs[index])
                     for index, document in enumerate(documents)
                     for offset, segment in split_segments(check_document(document.id, document.text))]
         proposals: list[list[Proposal]] = [[] for _ in documents]
+        read_as: list[Counter[str]] = [Counter() for _ in documents]  # characters per language read as
         searches: dict[SearchKey, tuple[float, list[Candidate] | None]] = {}
         for group in batched(segments, SEGMENTS_PER_PASS):  # memory bounded by a pass, not by the text
             if len(searches) > MAX_REMEMBERED_SEARCHES:
                 searches.clear()
-            self._propose(group, proposals, searches)
-        return proposals
+            self._propose(group, proposals, searches, read_as)
+        return proposals, [given or (read.most_common(1)[0][0] if read else None)
+                           for given, read in zip(langs, read_as)]
 
     def _propose(self, segments: list[tuple[int, int, str, str | None]], proposals: list[list[Proposal]],
-                 searches: dict[SearchKey, tuple[float, list[Candidate] | None]]) -> None:
-        """Add the proposals of `(document index, offset, segment text, lang)` segments to `proposals`.
+                 searches: dict[SearchKey, tuple[float, list[Candidate] | None]], read_as: list[Counter[str]]) -> None:
+        """Add the proposals of `(document index, offset, segment text, lang)` segments to `proposals`,
+        and each segment's length to its document's count of the language it was read as.
         `searches` holds each span key's recall score and ranked candidates (None below the recall
         threshold) from earlier passes, and gets this pass's."""
         per_segment = []
-        for (index, offset, segment, _), (lang, boundaries, spans) in zip(segments, self._spans(segments)):
+        for (index, offset, segment, _), (read, lang, boundaries, spans) in zip(segments, self._spans(segments)):
+            if read is not None:
+                read_as[index][read] += len(segment)
             abbreviations = abbreviation_map(segment) if self.params.resolve_abbreviations else {}
             searched = ((span, abbreviations.get(span.text, span.text)) for span in spans)
             per_segment.append((index, offset, boundaries, [
@@ -245,21 +255,22 @@ class DocumentLinker:
         return [self.calibration.annotate("link", key[0], candidates)[: self.params.top_k]
                 for key, candidates in zip(keys, found)]
 
-    def _spans(self, segments) -> list[tuple[str | None, Boundaries, list[Span]]]:
-        """Each segment's language to search in (`_languages`), span boundaries and candidate spans:
-        the detector's, or all enumerated."""
+    def _spans(self, segments) -> list[tuple[str | None, str | None, Boundaries, list[Span]]]:
+        """Each segment's language, the language to search it in (`_languages`), its span
+        boundaries and candidate spans: the detector's, or all enumerated."""
         tokens = [tokenize(segment) for _, _, segment, _ in segments]
         langs, searched_as = zip(*(self._languages(lang, segment, found)
                                    for found, (_, _, segment, lang) in zip(tokens, segments)))
         boundaries = [self.stopwords.for_language(lang) for lang in langs]
         if self.detector is not None:
             found = self.detector.detect([segment for _, _, segment, _ in segments])
-            return [(searched, edges, [Span(start, end, segment[start:end]) for start, end in spans])
-                    for (_, _, segment, _), searched, edges, spans in zip(segments, searched_as, boundaries, found)]
-        return [(searched, edges, enumerate_spans(segment, segment_tokens, edges, self.params.spans,
-                                                  self._defined(segment)))
-                for (_, _, segment, _), segment_tokens, edges, searched
-                in zip(segments, tokens, boundaries, searched_as)]
+            return [(read, searched, edges, [Span(start, end, segment[start:end]) for start, end in spans])
+                    for (_, _, segment, _), read, searched, edges, spans
+                    in zip(segments, langs, searched_as, boundaries, found)]
+        return [(read, searched, edges, enumerate_spans(segment, segment_tokens, edges, self.params.spans,
+                                                        self._defined(segment)))
+                for (_, _, segment, _), segment_tokens, read, edges, searched
+                in zip(segments, tokens, langs, boundaries, searched_as)]
 
     def _defined(self, segment: str) -> frozenset[str]:
         """The short forms a segment written all in capitals defines: its only acronyms."""

@@ -79,6 +79,7 @@ class LinkedDocument:
     mentions: tuple[LinkedMention, ...] = field(default=())
     provenance: dict | None = None  # `Linker.provenance` of the linker that linked it
     error: str | None = None  # why it could not be linked (`Linker.link_stream(skip_invalid=True)`)
+    lang: str | None = None  # the language it was read as: given, else guessed (most of its characters)
 
     def in_vocabularies(self, vocabularies: Collection[str]) -> LinkedDocument:
         """This document with its mentions' codes in `vocabularies` only (`--codes`)."""
@@ -88,7 +89,8 @@ class LinkedDocument:
     def to_dict(self, with_candidates: bool = False) -> dict:
         if self.error is not None:
             return {"id": self.id, "error": self.error}
-        record = {"id": self.id, "mentions": [mention.to_dict(with_candidates) for mention in self.mentions]}
+        record = {"id": self.id, "lang": self.lang,
+                  "mentions": [mention.to_dict(with_candidates) for mention in self.mentions]}
         if self.provenance is not None:
             record["provenance"] = self.provenance
         return record
@@ -97,7 +99,7 @@ class LinkedDocument:
     def from_dict(cls, record: dict, text: str) -> LinkedDocument:
         """The inverse of `to_dict(with_candidates=True)`, for results crossing a process boundary."""
         return cls(record["id"], text, tuple(LinkedMention.from_dict(mention) for mention in record["mentions"]),
-                   record.get("provenance"))
+                   record.get("provenance"), lang=record.get("lang"))
 
     def as_document(self, mention_type: str = "Entity") -> Document:
         """The annotated-document form the PubTator, BioC and brat writers take."""

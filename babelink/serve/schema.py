@@ -128,6 +128,8 @@ class MentionOut(BaseModel):
 
 class LinkedDocumentOut(BaseModel):
     id: str
+    lang: str | None = Field(None, description="The language the text was read as: the request's, else guessed "
+                                               "(the one most of its characters were read as); null: no guess.")
     mentions: list[MentionOut]
     provenance: ProvenanceOut
 

@@ -74,6 +74,17 @@ class Lexicon:
             entries[foreign] = entries.get(foreign, ()) + (english,)
         return entries
 
+    def followed_by(self, other: Lexicon) -> Lexicon:
+        """This lexicon's senses first and `other`'s after them, per language: a user's dictionary
+        leads, a KB-mined one (`translate.mining`) or the bundle's own fills its gaps."""
+        senses = {}
+        for lang in sorted(set(self.languages) | set(other.languages)):
+            merged = dict(self.entries(lang))
+            for foreign, found in other.entries(lang).items():
+                merged[foreign] = tuple(dict.fromkeys(merged.get(foreign, ()) + found))
+            senses[lang] = merged
+        return Lexicon(senses, [*self.sources, *other.sources])
+
     def summary(self) -> dict:
         """What the manifest records: languages, entries per language, and the files read."""
         return {

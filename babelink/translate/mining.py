@@ -255,13 +255,5 @@ def lexicon_with_mined(lexicon: Lexicon | None, kb: KnowledgeBase, params: Minin
     if not mined.languages:
         raise BabelinkError("--translations-from-kb: the KB names no concept both in English and in another "
                             "language babelink mines; there is nothing to mine a lexicon from")
-    if lexicon is None:
-        return mined
-    senses = {}
-    for lang in sorted(set(lexicon.languages) | set(mined.languages)):
-        merged = dict(lexicon.entries(lang))
-        for foreign, found in mined.entries(lang).items():
-            merged[foreign] = tuple(dict.fromkeys(merged.get(foreign, ()) + found))
-        senses[lang] = merged
-    return Lexicon(senses, [*lexicon.sources, *mined.sources])
+    return mined if lexicon is None else lexicon.followed_by(mined)
 

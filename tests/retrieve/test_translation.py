@@ -171,3 +171,71 @@ def test_cli_bad_lexicon_is_one_clear_line(tmp_path):
     assert result.returncode != 0 and "Traceback" not in result.stderr
     assert "en-es.tsv:2: expected 'english<TAB>foreign'" in result.stderr
     assert not (tmp_path / "b").exists()
+
+
+RUSSIAN_TEXT = "У пациента сахарный диабет и бронхиальная астма."
+
+
+@pytest.fixture
+def english_only_kb(tmp_path):
+    kb = tmp_path / "kb.tsv"
+    kb.write_text("id\tname\tlang\n" + "".join(f"{cid}\t{name}\ten\n" for cid, names in KB.items() for name in names),
+                  encoding="utf-8")
+    return kb
+
+
+def test_a_lexicon_added_to_a_built_bundle_lets_it_read_the_language(tmp_path, english_only_kb, lexicon_dir):
+    from babelink.bundle.update import add_translations
+
+    built = babelink("build", "--kb", english_only_kb, "--out", tmp_path / "b", "--retriever", "sparse")
+    assert built.returncode == 0, built.stderr
+    before = Linker.open(tmp_path / "b", link_threshold=0.9).link(RUSSIAN_TEXT)
+    assert before.mentions == () and before.lang == "ru"
+    updated = add_translations(tmp_path / "b", read_lexicons([lexicon_dir / "en-ru.tsv"]), tmp_path / "u")
+    loaded = load_bundle(updated, verify=True)
+    assert loaded.manifest["translations"]["languages"] == {"ru": 6}
+    assert [added["files"] for added in loaded.manifest["translations_added"]] == [["en-ru.tsv"]]
+    assert loaded.renderer.english_words >= {"heart", "mellitus"}  # stored for a bundle that had no lexicon
+    linked = Linker.open(updated, link_threshold=0.9).link(RUSSIAN_TEXT)
+    assert {(m.text, m.concept.concept_id) for m in linked.mentions} == {("сахарный диабет", "C3"),
+                                                                          ("бронхиальная астма", "C4")}
+    assert "translations" not in load_bundle(tmp_path / "b").manifest  # --out leaves the original as it was
+    again = add_translations(updated, read_lexicons([lexicon_dir / "en-ru.tsv"]))
+    assert load_bundle(again).manifest["build_id"] == loaded.manifest["build_id"]  # nothing new: untouched
+
+
+def test_an_added_lexicon_leads_the_bundles_own_senses(bundle, tmp_path):
+    from babelink.bundle.update import add_translations
+
+    glossary = tmp_path / "cardio.tsv"
+    glossary.write_text("cardiac\tcorazón\nkidney\triñón\n", encoding="utf-8")
+    updated = load_bundle(add_translations(bundle, read_lexicons([f"es={glossary}"]), tmp_path / "u"), verify=True)
+    assert updated.lexicon.entries("es")["corazón"] == ("cardiac", "heart")
+    assert updated.lexicon.entries("es")["riñón"] == ("kidney",)
+    assert updated.lexicon.entries("ru") == load_bundle(bundle).lexicon.entries("ru")
+    assert [source["file"] for source in updated.manifest["translations"]["sources"]] == [
+        "cardio.tsv", "en-es.tsv", "en-ru.tsv"]
+
+
+def test_cli_link_says_which_documents_it_read_in_a_language_the_bundle_cannot_read(tmp_path, english_only_kb,
+                                                                                   lexicon_dir):
+    out = tmp_path / "b"
+    assert babelink("build", "--kb", english_only_kb, "--out", out, "--retriever", "sparse").returncode == 0
+    unread = babelink("link", "--bundle", out, RUSSIAN_TEXT, "Bronchial asthma and heart disease.")
+    assert unread.returncode == 0, unread.stderr
+    assert [json.loads(line)["lang"] for line in unread.stdout.splitlines()] == ["ru", "en"]
+    assert "babelink: documents read as ru (1 document): the bundle has no names and no lexicon" in unread.stderr
+    assert "babelink update --translations en-XX.tsv" in unread.stderr
+
+    bad = tmp_path / "en-ru.tsv"
+    bad.write_text("asthma\tастма\nbroken line\n", encoding="utf-8")
+    refused = babelink("update", "--bundle", out, "--translations", bad)
+    assert refused.returncode != 0 and "Traceback" not in refused.stderr
+    assert "en-ru.tsv:2: expected 'english<TAB>foreign'" in refused.stderr
+    assert "translations" not in load_bundle(out).manifest  # the bundle untouched
+
+    added = babelink("update", "--bundle", out, "--translations", lexicon_dir / "en-ru.tsv")
+    assert added.returncode == 0 and "lexicons for ru (6 words)" in added.stderr, added.stderr
+    read = babelink("link", "--bundle", out, "--link-threshold", "0.9", RUSSIAN_TEXT)
+    assert read.returncode == 0 and "documents read as" not in read.stderr, read.stderr
+    assert {m["text"] for m in json.loads(read.stdout)["mentions"]} == {"сахарный диабет", "бронхиальная астма"}
