@@ -99,7 +99,7 @@ def test_normalize_answers_the_objects_the_cli_writes(client, bundle_path):
 def test_link_one_text_offsets(client):
     text = "🙂 患者有2型糖尿病和高血压。"
     body = client.post("/link", json={"text": text}).json()
-    assert body["id"] == ""
+    assert body["id"] == "" and body["lang"] == "zh"  # guessed
     assert [(m["start"], m["end"], m["text"], m["concept"]) for m in body["mentions"]] == [
         (7, 10, "糖尿病", "C0011849"), (11, 14, "高血压", "C0020538")]
     assert all(text[m["start"]:m["end"]] == m["text"] for m in body["mentions"])
@@ -118,7 +118,7 @@ def test_link_batch_keeps_ids_and_order(client, linker):
     assert body == {"documents": expected}
     hebrew = body["documents"][0]["mentions"]
     assert [(m["start"], m["end"], m["concept"]) for m in hebrew] == [(9, 14, "C0011849"), (19, 29, "C0020538")]
-    assert [d["id"] for d in body["documents"]] == ["he", "empty", "en"]
+    assert [(d["id"], d["lang"]) for d in body["documents"]] == [("he", "he"), ("empty", "en"), ("en", "en")]
     assert body["documents"][1]["mentions"] == []
 
 
