@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from babelink.abbreviations import abbreviation_map
 from babelink.batching import batched
 from babelink.detect import MentionDetector
+from babelink.detect.conjunctions import conjunctions
 from babelink.detect.language import guess_language
 from babelink.detect.overlaps import OVERLAP_POLICIES, resolve_overlaps
 from babelink.detect.spans import Span, SpanParams, enumerate_spans
@@ -216,7 +217,7 @@ class DocumentLinker:
         for index, offset, boundaries, spans in per_segment:
             for span, text, key in spans:
                 recall_score, candidates = searches.get(key, (0.0, None))
-                if candidates and self._links(candidates, key[0]):
+                if candidates and self._links(candidates, key):
                     proposals[index].append(
                         Proposal(
                             span.start + offset,
@@ -231,14 +232,15 @@ class DocumentLinker:
                 elif self.detector is not None and key[0]:
                     proposals[index] += self._linked_ngrams(span, offset, detector, boundaries, key[2])
 
-    def _links(self, candidates: list[Candidate], searched: str) -> bool:
-        """Whether a span searched as `searched` (normalised), whose ranked concepts are
-        `candidates`, is a mention of the first."""
-        best = candidates[0]
+    def _links(self, candidates: list[Candidate], key: SearchKey) -> bool:
+        """Whether a span searched as `key` (its normalised string and language), whose ranked
+        concepts are `candidates`, is a mention of the first."""
+        best, (searched, _, lang) = candidates[0], key
         return (best.score >= self.params.link_threshold
                 and (best.probability is None or best.probability >= self.params.min_probability)
                 and not is_modifier(best.concept_id, self.concept_types, self.params.modifier_types)
-                and not _doubles_a_word(searched, best.matched_string))
+                and not _doubles_a_word(searched, best.matched_string)
+                and not _joins_two_mentions(searched, best.matched_string, lang))
 
     @property
     def _depth(self) -> int:
@@ -296,7 +298,7 @@ class DocumentLinker:
         found = self._calibrated(keys, [part.candidates for part in parts])
         return [Proposal(span.start + offset + part.start, span.start + offset + part.end, part.text, part.text,
                          candidates, None, f"{detector}+ngrams")
-                for part, key, candidates in zip(parts, keys, found) if self._links(candidates, key[0])]
+                for part, key, candidates in zip(parts, keys, found) if self._links(candidates, key)]
 
 
 def _doubles_a_word(searched: str, matched_string: str) -> bool:
@@ -306,6 +308,16 @@ def _doubles_a_word(searched: str, matched_string: str) -> bool:
     words = Counter(word for word in searched.split() if len(word) > 2)
     named = Counter(matched_string.split())
     return any(count > named[word] for word, count in words.items() if count > 1)
+
+
+def _joins_two_mentions(searched: str, matched_string: str, lang: str | None) -> bool:
+    """Whether a span (normalised) has a conjunction of its language between its first and last
+    words and the name it matched has none: "aura and migraine", matched to *Migraine with aura*,
+    is two mentions run together, and each is linked on its own (of 19 such spans linked on
+    NCBI-disease and BC5CDR dev and Mantra en, es and fr, none was right: benchmarks/log/notes.md)."""
+    joining = conjunctions(lang)
+    inner = re.split(r"[\s/]+", searched)[1:-1]
+    return any(word in joining for word in inner) and joining.isdisjoint(re.split(r"[\s/]+", matched_string))
 
 
 def _search_key(text: str, lang: str | None, in_capitals: bool | None = None) -> SearchKey:

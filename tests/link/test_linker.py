@@ -50,6 +50,34 @@ def test_two_mentions_run_together_are_linked_each_on_its_own(tmp_path):
         ("high fever", "C0015967")]
 
 
+CONJOINED = {"C1": ["Nausea vomiting", "Náuseas vómitos"], "C2": ["Nausea", "Náuseas"], "C3": ["Vomiting", "Vómitos"],
+             "C4": ["Head and neck cancer"], "C5": ["Cleft lip and palate", "Labio y paladar hendido"]}
+
+
+@pytest.mark.parametrize(("text", "lang", "expected"), [
+    ("Nausea and vomiting were frequent.", "en", [("Nausea", "C2"), ("vomiting", "C3")]),
+    ("Náuseas y vómitos frecuentes.", "es", [("Náuseas", "C2"), ("vómitos", "C3")]),
+    ("A head and neck cancer was found.", "en", [("head and neck cancer", "C4")]),  # the name has "and" too
+    ("Un labio y paladar hendido.", "es", [("labio y paladar hendido", "C5")]),
+])
+def test_a_span_joining_two_mentions_by_a_conjunction_is_linked_only_to_a_name_with_one(tmp_path, text, lang,
+                                                                                          expected):
+    # "nausea and vomiting" scores 0.78 against *Nausea vomiting*, which has no conjunction: two mentions run
+    # together, and the longest span would win the overlaps
+    linker = Linker.open(build_sparse_bundle(CONJOINED, tmp_path / "sparse"), recall_threshold=0.5,
+                         link_threshold=0.75)
+    assert _found(linker.link(text, lang=lang)) == expected
+
+
+def test_conjunctions_are_whole_words_of_the_language_and_of_english():
+    from babelink.detect.conjunctions import conjunctions
+
+    assert conjunctions("es") == {"y", "o", "and", "or"} and conjunctions("de") >= {"und", "oder"}
+    assert conjunctions(None) == conjunctions("zh") == {"and", "or"}  # 和 is written joined to its items
+    assert conjunctions("he") == {"and", "or", "או"}  # "or" is a word, "and" (ו) a prefix
+    assert conjunctions("xx") == {"and", "or"}  # a language CLDR lacks
+
+
 def test_chinese_sentence_offsets(linker):
     text = "患者有2型糖尿病和高血压。"
     document = linker.link(text)
