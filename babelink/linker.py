@@ -86,11 +86,6 @@ class _BundleLinking:
         concepts = self.bundle.kb.concepts
         return code_vocabularies(concepts.column("concept_id").to_pylist(), concepts.column("xrefs").to_pylist())
 
-    @cached_property
-    def languages(self) -> frozenset[str]:
-        """The languages the bundle reads: its names' and its translation lexicons'."""
-        lexicon = self.bundle.lexicon.languages if self.bundle.lexicon is not None else ()
-        return frozenset(self.stopwords.protected) | frozenset(lexicon)
 
 
 class Linker:
@@ -206,7 +201,7 @@ class Linker:
                                                              name_filter=self.name_filter)
         linking = self._linking
         return DocumentLinker(recall, self.generator, linking.stopwords, self.link_params, self.context_filter,
-                              self.detector, self.calibration, linking.concept_types, linking.languages)
+                              self.detector, self.calibration, linking.concept_types, self.bundle.languages)
 
     @cached_property
     def provenance(self) -> dict:
@@ -230,7 +225,7 @@ class Linker:
     @property
     def languages(self) -> frozenset[str]:
         """The languages the bundle reads: those of its names and of its translation lexicons."""
-        return self._linking.languages
+        return self.bundle.languages
 
     def checked_vocabularies(self, wanted: Iterable[str]) -> tuple[str, ...]:
         """`wanted` vocabularies (each a name or comma-separated names), in order, checked against

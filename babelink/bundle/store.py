@@ -91,6 +91,13 @@ class Bundle:
         return self.manifest["retriever"]
 
     @cached_property
+    def languages(self) -> frozenset[str]:
+        """The languages the bundle reads: those of its names (and its labeled spans') and of its
+        translation lexicons."""
+        named = {lang for part in (self, self.spans) if part is not None for lang in part.kb.languages() if lang}
+        return frozenset(named) | frozenset(self.lexicon.languages if self.lexicon is not None else ())
+
+    @cached_property
     def renderer(self) -> Renderer | None:
         """The English renderer of the lexicons (None without), shared by every generator over the bundle."""
         if self.lexicon is None:

@@ -141,6 +141,7 @@ def link(
         from babelink.link.settings import with_settings
 
         loaded = load_bundle(bundle or default_bundle())
+        reads = loaded.languages
         provenance = with_settings(loaded.provenance, bundle_link_params(loaded.manifest, **params),
                                    context_filter=context_filter)  # as each worker's linker will say
         done = _resumed(output, output_format, overwrite, provenance)
@@ -152,17 +153,17 @@ def link(
         # loaded now; documents link lazily. Texts on the command line: start fast (no torch); a file: encode fast
         linker = Linker.open(bundle, filter=context_filter, ner=ner, name_filter=name_filter, model=model,
                              runtime="onnx" if texts else "torch", **params)
-        if lang is not None and lang not in linker.languages:
-            typer.echo(_unread_notice(f"the bundle has no names and no lexicon in {lang!r}", linker.languages),
-                       err=True)
+        reads = linker.languages
         done = _resumed(output, output_format, overwrite, linker.provenance)
         vocabularies = linker.checked_vocabularies(codes) if codes else None
         results = _reporting_skips(linker.link_stream((d for d in documents if d.id not in done), batch_size,
                                                       skip_invalid))
-        if lang is None:
-            results = _reporting_unread(results, linker.languages)
         if vocabularies is not None:
             results = (linked.in_vocabularies(vocabularies) for linked in results)
+    if lang is not None and lang not in reads:
+        typer.echo(_unread_notice(f"the bundle has no names and no lexicon in {lang!r}", reads), err=True)
+    elif lang is None:
+        results = _reporting_unread(results, reads)
     with counted("linking", skipped=len(done)) as advance:
         write_linked((advance(result) for result in results), output, output_format.value, candidates=candidates,
                      overwrite=overwrite)
