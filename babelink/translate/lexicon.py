@@ -83,7 +83,7 @@ class Lexicon:
             for foreign, found in other.entries(lang).items():
                 merged[foreign] = tuple(dict.fromkeys(merged.get(foreign, ()) + found))
             senses[lang] = merged
-        return Lexicon(senses, [*self.sources, *other.sources])
+        return Lexicon(senses, list(dict.fromkeys([*self.sources, *other.sources])))  # a file given twice: once
 
     def summary(self) -> dict:
         """What the manifest records: languages, entries per language, and the files read."""

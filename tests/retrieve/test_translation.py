@@ -204,7 +204,7 @@ def test_a_lexicon_added_to_a_built_bundle_lets_it_read_the_language(tmp_path, e
     assert load_bundle(again).manifest["build_id"] == loaded.manifest["build_id"]  # nothing new: untouched
 
 
-def test_an_added_lexicon_leads_the_bundles_own_senses(bundle, tmp_path):
+def test_an_added_lexicon_leads_the_bundles_own_senses(bundle, tmp_path, lexicon_dir):
     from babelink.bundle.update import add_translations
 
     glossary = tmp_path / "cardio.tsv"
@@ -215,6 +215,9 @@ def test_an_added_lexicon_leads_the_bundles_own_senses(bundle, tmp_path):
     assert updated.lexicon.entries("ru") == load_bundle(bundle).lexicon.entries("ru")
     assert [source["file"] for source in updated.manifest["translations"]["sources"]] == [
         "cardio.tsv", "en-es.tsv", "en-ru.tsv"]
+    with_known = add_translations(bundle, read_lexicons([lexicon_dir / "en-ru.tsv", f"es={glossary}"]), tmp_path / "k")
+    assert [source["file"] for source in load_bundle(with_known).manifest["translations"]["sources"]] == [
+        "en-ru.tsv", "cardio.tsv", "en-es.tsv"]  # the file the bundle had is listed once
 
 
 def test_cli_link_says_which_documents_it_read_in_a_language_the_bundle_cannot_read(tmp_path, english_only_kb,
