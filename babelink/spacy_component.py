@@ -5,7 +5,8 @@
 concept id as `kb_id_`; `span._.babelink_score`, `._.babelink_probability` (calibrated),
 `._.babelink_name` and `._.babelink_candidates` hold the rest, `doc._.babelink_mentions` every
 linked mention as `LinkedMention.to_dict` gives it, `doc._.babelink_provenance` the bundle, KB and
-babelink version that linked it.
+babelink version that linked it, `doc._.babelink_lang` the language the text was read as (the
+component's, else guessed: an "xx" pipeline's texts may each be in another).
 Offsets are mapped to the tokens covering them (`alignment_mode="expand"`), so a tokenizer that
 does not split a script (blank "xx" on unspaced Chinese) merges the mentions inside one token.
 """
@@ -26,7 +27,7 @@ from babelink.linker import Linker
 from babelink.retrieve.filters import NameFilter
 
 SPAN_EXTENSIONS = ("babelink_score", "babelink_probability", "babelink_name", "babelink_candidates")
-DOC_EXTENSIONS = ("babelink_mentions", "babelink_provenance")
+DOC_EXTENSIONS = ("babelink_mentions", "babelink_provenance", "babelink_lang")
 
 
 @Language.factory("babelink", default_config={"bundle": None, "filter": None, "lang": None, "batch_size": 16,
@@ -75,6 +76,7 @@ class BabelinkComponent:
     def _annotate(self, doc: Doc, document: LinkedDocument) -> Doc:
         doc._.babelink_mentions = [mention.to_dict(with_candidates=True) for mention in document.mentions]
         doc._.babelink_provenance = document.provenance
+        doc._.babelink_lang = document.lang
         found: dict[tuple[int, int], tuple[Span, LinkedMention] | None] = {}
         for mention in document.mentions:
             span = doc.char_span(mention.start, mention.end, label=self.label, kb_id=mention.concept.concept_id,

@@ -45,6 +45,7 @@ def test_english_entities_and_extensions(english):
     assert [(m["start"], m["end"], m["concept"]) for m in doc._.babelink_mentions] == [
         (ent.start_char, ent.end_char, ent.kb_id_) for ent in doc.ents]
     assert "candidates" in doc._.babelink_mentions[0]
+    assert doc._.babelink_lang == "en"  # the pipeline's
 
 
 def test_multilingual_pipeline_chinese_and_hebrew(bundle):
@@ -53,7 +54,7 @@ def test_multilingual_pipeline_chinese_and_hebrew(bundle):
     assert _ents(nlp("糖尿病 和 高血压。")) == [("糖尿病", "DISEASE", "C0011849"), ("高血压", "DISEASE", "C0020538")]
     hebrew = nlp("לחולה יש סוכרת וגם יתר לחץ דם.")
     assert _ents(hebrew) == [("סוכרת", "DISEASE", "C0011849"), ("יתר לחץ דם", "DISEASE", "C0020538")]
-    assert hebrew.ents[1]._.babelink_name == "Hypertension"
+    assert hebrew.ents[1]._.babelink_name == "Hypertension" and hebrew._.babelink_lang == "he"  # guessed
     unspaced = nlp("患者有糖尿病和高血压。")  # one token holds both mentions: it is neither's entity
     assert _ents(unspaced) == [] and [m["concept"] for m in unspaced._.babelink_mentions] == ["C0011849", "C0020538"]
 
