@@ -181,23 +181,26 @@ def _resumed(output: str, output_format: LinkFormat, overwrite: bool, provenance
 
 
 def _reporting_unread(results, languages: frozenset[str]):
-    """The results; at their end, on stderr, how many documents were read as a language the bundle
-    has neither names nor a lexicon in (their mentions are few, and nothing else would say why)."""
+    """The results; at their end, on stderr, how many documents linked no mention and were read as
+    a language the bundle has neither names nor a lexicon in: nothing else would say why. (One it
+    cannot read that still links, a Spanish title read as Galician, is searched through the
+    lexicon that knows most of its words.)"""
     unread: Counter[str] = Counter()
     for result in results:
-        if result.lang is not None and result.lang not in languages:
+        if not result.mentions and result.lang is not None and result.lang not in languages:
             unread[result.lang] += 1
         yield result
     if unread:
         counts = ", ".join(f"{code} ({count:,} document{'s' * (count != 1)})" for code, count in unread.most_common())
-        typer.echo(_unread_notice(f"documents read as {counts}: the bundle has no names and no lexicon in "
-                                  f"{'this language' if len(unread) == 1 else 'these languages'}", languages), err=True)
+        typer.echo(_unread_notice(f"no mention in documents read as {counts}: the bundle has no names and no lexicon "
+                                  f"in {'this language' if len(unread) == 1 else 'these languages'}", languages),
+                   err=True)
 
 
 def _unread_notice(what: str, languages: frozenset[str]) -> str:
     return (f"babelink: {what} (it reads {', '.join(sorted(languages))}): mentions are found only where words match "
-            "its names across languages; a lexicon for the language lets it read more (`babelink update "
-            "--translations en-XX.tsv`, docs/translation-and-calibration.md)")
+            "its names or its lexicons across languages; a lexicon for the language lets it read more (`babelink "
+            "update --translations en-XX.tsv`, docs/translation-and-calibration.md)")
 
 
 def _reporting_skips(results):

@@ -224,10 +224,12 @@ def test_cli_link_says_which_documents_it_read_in_a_language_the_bundle_cannot_r
                                                                                    lexicon_dir):
     out = tmp_path / "b"
     assert babelink("build", "--kb", english_only_kb, "--out", out, "--retriever", "sparse").returncode == 0
-    unread = babelink("link", "--bundle", out, RUSSIAN_TEXT, "Bronchial asthma and heart disease.")
+    linked_anyway = "У пациента давно Asthma, и он принимает лекарства каждый день."  # an English KB word in it
+    unread = babelink("link", "--bundle", out, RUSSIAN_TEXT, "Bronchial asthma and heart disease.", linked_anyway)
     assert unread.returncode == 0, unread.stderr
-    assert [json.loads(line)["lang"] for line in unread.stdout.splitlines()] == ["ru", "en"]
-    assert "babelink: documents read as ru (1 document): the bundle has no names and no lexicon" in unread.stderr
+    assert [json.loads(line)["lang"] for line in unread.stdout.splitlines()] == ["ru", "en", "ru"]
+    assert "babelink: no mention in documents read as ru (1 document): the bundle has no names and no lexicon" in (
+        unread.stderr)
     assert "babelink update --translations en-XX.tsv" in unread.stderr
 
     bad = tmp_path / "en-ru.tsv"
@@ -240,5 +242,5 @@ def test_cli_link_says_which_documents_it_read_in_a_language_the_bundle_cannot_r
     added = babelink("update", "--bundle", out, "--translations", lexicon_dir / "en-ru.tsv")
     assert added.returncode == 0 and "lexicons for ru (6 words)" in added.stderr, added.stderr
     read = babelink("link", "--bundle", out, "--link-threshold", "0.9", RUSSIAN_TEXT)
-    assert read.returncode == 0 and "documents read as" not in read.stderr, read.stderr
+    assert read.returncode == 0 and "read as" not in read.stderr, read.stderr
     assert {m["text"] for m in json.loads(read.stdout)["mentions"]} == {"сахарный диабет", "бронхиальная астма"}
