@@ -87,7 +87,6 @@ class _BundleLinking:
         return code_vocabularies(concepts.column("concept_id").to_pylist(), concepts.column("xrefs").to_pylist())
 
 
-
 class Linker:
     """A loaded bundle answering `normalize` (mention → concepts) and `link` (text → mentions).
 
