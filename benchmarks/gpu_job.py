@@ -77,7 +77,9 @@ def section(results: dict, record: Path) -> str:
     toy = toy_options(results)
     options = "".join(f" --{key.replace('_', '-')} {value}" for key, value in toy.items())
     options += "" if "CUDA" in results["device"] else " --device cpu"
-    lines = [f"## {run_date(results)} — the GPU training job (commit `{pack_commit(results)}`)", "",
+    options += _stages_options(results)
+    job = "the GPU training job" if "CUDA" in results["device"] else "the training job, run on the CPU"
+    lines = [f"## {run_date(results)} — {job} (commit `{pack_commit(results)}`)", "",
              f"Command: `python benchmarks/gpu_job.py {record.resolve().relative_to(ROOT)}` · the job: `python3 -m "
              f"babelink.train.job --pack pack --out $OUT --minutes {budget.get('minutes', '?')}{options}` on "
              f"{results['device']}, torch {results['torch']}, {results.get('seconds', '?')} s in all"
@@ -110,13 +112,26 @@ def toy_options(results: dict) -> dict:
     return {key: value for key, value in results.get("budget", {}).items() if key != "minutes" and value is not None}
 
 
+def _stages_options(results: dict) -> str:
+    """`--stages` (and `--starts`) of a run that trained only part of the job's plan: its stages
+    are then some of `train.job.PLAN`, which `--stages` with their names selects again."""
+    from babelink.train.job import PLAN
+
+    ran = [stage["name"] for stage in results["plan"]]
+    if not set(ran) < {stage.name for stage in PLAN}:
+        return ""
+    given = {name for name, record in results["stages"].items() if "given" in record}
+    trained = ",".join(name for name in ran if name not in given)
+    return f" --stages {trained}" + (" --starts pack/starts" if given else "")
+
+
 def _is_normalization(evaluation: dict) -> bool:
     return all("all" in value for value in evaluation.values())
 
 
 def _stage_table(results: dict) -> list[str]:
-    rows = ["| stage | kind | trained on | languages left out | steps | items | training s | artefact |",
-            "|---|---|---|---|---:|---:|---:|---|"]
+    rows = ["| stage | kind | trained on | languages left out | steps | items | training s | dev score | artefact |",
+            "|---|---|---|---|---:|---:|---:|---|---|"]
     held = _held_out(results["plan"])
     for stage in results["plan"]:
         name = stage["name"]
@@ -124,19 +139,28 @@ def _stage_table(results: dict) -> list[str]:
         left_out = _listed(sorted(held[name]))
         record = results["stages"].get(name)
         if record is None:
-            rows.append(f"| {name} | {kind} | {sources} | {left_out} | — | — | — | not run |")
+            rows.append(f"| {name} | {kind} | {sources} | {left_out} | — | — | — | — | not run |")
         elif "error" in record:
             error = record["error"].replace("|", "\\|").splitlines()[0][:120]
-            rows.append(f"| {name} | {kind} | {sources} | {left_out} | — | — | — "
+            rows.append(f"| {name} | {kind} | {sources} | {left_out} | — | — | — | — "
                         f"| failed: {error} |")
         elif "given" in record:  # a rerun's start (`--starts`), trained by an earlier run
-            rows.append(f"| {name} | {kind} | {sources} | {left_out} | {record['steps']:,} | — | — "
+            rows.append(f"| {name} | {kind} | {sources} | {left_out} | {record['steps']:,} | — | — | — "
                         f"| {record['given']} of an earlier run (commit `{(record['commit'] or 'unknown')[:7]}`), "
                         "not trained again |")
         else:
             rows.append(f"| {name} | {kind} | {sources} | {left_out} | {record['steps']:,} "
-                        f"| {record['items']:,} | {record['seconds']:.0f} | {record.get('artefact', 'not shipped')} |")
+                        f"| {record['items']:,} | {record['seconds']:.0f} | {_dev_cell(record.get('dev_scores'))} "
+                        f"| {record.get('artefact', 'not shipped')} |")
     return rows
+
+
+def _dev_cell(scores: list | None) -> str:
+    """A stage's dev scores (step, score, …): at the start, at the end, and the step kept (the best)."""
+    if not scores:
+        return "—"
+    best = max(scores, key=lambda evaluation: evaluation[1])
+    return f"{scores[0][1]:.3f} → {scores[-1][1]:.3f}, kept step {best[0]:,} ({best[1]:.3f})"
 
 
 def _encoding_table(encoding: dict) -> list[str]:

@@ -33,10 +33,10 @@ def test_a_failed_stage_and_one_never_run_are_shown_as_such(tmp_path):
     text = gpu_job.section(gpu_job.read_results(path), gpu_job.kept_copy(path, RESULTS))
     assert text.startswith("## 2031-05-06 — the GPU training job (commit `abcdef1`)")
     assert "benchmarks/log/gpu-job-2031-05-06T07-08-09-abcdef1.json` · the job: " in text and "toy run" not in text
-    assert "| sap | SAP (003, 001) | umls, MUSE pairs | de | — | — | — | failed: OutOfMemoryError: CUDA out of " \
+    assert "| sap | SAP (003, 001) | umls, MUSE pairs | de | — | — | — | — | failed: OutOfMemoryError: CUDA out of " \
            "memory \\| tried 2 GiB |" in text
     # a student never sees the languages its teacher left out
-    assert "| student | student, 3 layers | distilled from sap | de | — | — | — | not run |" in text
+    assert "| student | student, 3 layers | distilled from sap | de | — | — | — | — | not run |" in text
     assert "| xlbel-de | de | 9 | — | 0.500 / 0.750 |" in text
     assert "| XL-BEL mean | de, en | — | — | 0.375 / 0.875 |" in text
     assert "| held-out KB names mean | cs, el | — | — | 0.300 / 0.500 |" in text
@@ -107,7 +107,24 @@ def test_a_smoke_test_is_shown_and_never_kept_and_its_commit_says_what_ran(tmp_p
         gpu_job.main([str(path)])
     assert gpu_job.main([str(path), "--no-write"]) == 0
     text = capsys.readouterr().out
-    assert "the GPU training job (commit `abcdef1+dirty+code-changed`)" in text
+    assert "the training job, run on the CPU (commit `abcdef1+dirty+code-changed`)" in text
     assert "--minutes 5 --max-steps 2 --distractors 100 --device cpu` on CPU" in text
     assert "against the gold concepts and 100 others" in text
 
+
+
+def test_a_run_of_some_stages_logs_the_command_that_selects_them_again(tmp_path):
+    """docs/training.md §2: a rerun names its stages; one whose start an earlier run gave names --starts."""
+    plan = [{"name": "e5-sap", "names": ["open-umls"], "translations": False, "hold_out": ["cs"], "left_out": ["cs"]},
+            {"name": "e5-sap-dual", "init": "e5-sap", "train": ["ncbi-train"], "left_out": ["cs"]}]
+    record = gpu_job.kept_copy(tmp_path / "results.json", RESULTS)
+    trained = {"steps": 521, "items": 9, "seconds": 60.0, "dev_scores": [[0, 0.797], [260, 0.779], [521, 0.787]]}
+    alone = {**RESULTS, "plan": plan[:1], "stages": {"e5-sap": trained}}
+    text = gpu_job.section(alone, record)
+    assert "--minutes 7.5 --stages e5-sap` on NVIDIA" in text
+    # training that never beat its start on dev keeps the start, and the table says so
+    assert "| 521 | 9 | 60 | 0.797 → 0.787, kept step 0 (0.797) | not shipped |" in text
+    rerun = {**RESULTS, "plan": plan, "stages": {"e5-sap": {"given": "e5-sap.safetensors", "commit": "abc",
+                                                            "device": "H200", "steps": 9}}}
+    assert "--minutes 7.5 --stages e5-sap-dual --starts pack/starts` on NVIDIA" in gpu_job.section(rerun, record)
+    assert "--minutes 7.5` on NVIDIA" in gpu_job.section(RESULTS, record)  # stages not of the job's plan: a whole run

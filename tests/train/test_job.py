@@ -121,6 +121,7 @@ def test_the_job_trains_evaluates_and_ships_artefacts_for_the_full_base(job_run,
     assert results["kb_encoding"]["base"]["umls"]["names"] == 16  # each KB's names encoded once for all its sets
     assert all("error" not in stage for stage in results["stages"].values()), results["stages"]
     assert results["stages"]["sap"]["steps"] == 2 and len(results["stages"]["sap"]["dev_scores"]) >= 2
+    assert results["stages"]["sap"]["config"]["epsilon"] == 0.5  # the stage's ε, not SapConfig's 1 (`SapStage`)
     assert sorted(p.name for p in (out).iterdir()) == [
         "dual.safetensors", "job.log", "results.json", "sap.safetensors", "student.safetensors"]
 
@@ -205,7 +206,7 @@ def test_a_run_is_published_with_every_stage_model_and_set(job_run):
     gpu_job = benchmark_script("gpu_job")
     record = gpu_job.kept_copy(out / "results.json", results)
     text = gpu_job.section(gpu_job.read_results(out / "results.json"), record)
-    assert text.startswith(f"## {results['started'][:10]} — the GPU training job (commit `")
+    assert text.startswith(f"## {results['started'][:10]} — the training job, run on the CPU (commit `")
     assert "--minutes 30 --max-steps 2 --device cpu` on CPU" in text and "a toy run: it measures nothing" in text
     assert results["code"]["as_packed"] is True  # the pack was built by the code that ran
     assert "| loo | SAP (003, 001) | umls, corpus-train, MUSE pairs | de | 2 | 20 |" in text
@@ -388,7 +389,7 @@ def test_a_rerun_starts_from_an_earlier_runs_artefact(job_run, tiny_pack, tmp_pa
     assert dual["entity_encoder"] == "sap" and dual["training"]["hold_out"] == ["es"]
     gpu_job = benchmark_script("gpu_job")
     text = gpu_job.section(results, gpu_job.kept_copy(out / "results.json", results))
-    assert "| sap | SAP (003, 001) | umls | es | 2 | — | — | sap.safetensors of an earlier run (commit `" in text
+    assert "| sap | SAP (003, 001) | umls | es | 2 | — | — | — | sap.safetensors of an earlier run (commit `" in text
 
     broken = tmp_path / "broken"
     broken.mkdir()
