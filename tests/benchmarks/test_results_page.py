@@ -73,6 +73,17 @@ def test_a_selected_section_without_its_table_is_an_error(logs):
         results_page.render(logs)
 
 
+def test_an_optional_headline_passes_over_a_section_that_did_not_measure_it(logs):
+    """A training run without a one-pass model leaves that headline to the run before it."""
+    optional = results_page.Headline("t", "normalization", "normalization.py", "accuracy", optional=True)
+    log = results_page.read_log(logs / "normalization.md")
+    assert results_page.select(optional, log) is None  # no section has an 'accuracy' table
+    with open(logs / "normalization.md", "a", encoding="utf-8") as stream:
+        stream.write(SECTION.replace("Acc@1", "accuracy") + SECTION.replace("2031-01-02", "2031-01-03"))
+    chosen = results_page.select(optional, results_page.read_log(logs / "normalization.md"))
+    assert chosen.date == "2031-01-02"
+
+
 def test_a_section_stands_for_every_system_it_measured_whichever_options_ran_it(logs):
     """A run of every system (no `--systems`) is the newest lazy-index result as well."""
     with open(logs / "normalization.md", "a", encoding="utf-8") as stream:
