@@ -89,12 +89,6 @@ class SapStage:
     lora_rank: int = 16
     learning_rate: float = 2e-4
     batch_pairs: int = 256
-    #: ε of the Multi-Similarity loss. 001 Tab. 9's 1 suits encoders whose unrelated names are far
-    #: apart; e5's are at cosines of 0.75–0.9, where ε = 1 leaves the negative term nearly nothing to
-    #: push (e^{β(S−1)}, β = 50) and training only pulls synonyms together: on the CPU, ε = 1 took the
-    #: dev score from 0.797 to 0.787 in 521 steps, ε = 0.5 to 0.812 in 150 smaller ones
-    #: (benchmarks/log/notes.md, 2026-11-29).
-    epsilon: float = 0.5
 
 
 @dataclass(frozen=True)
@@ -460,7 +454,7 @@ class Job:
         pairs = self.sap_pairs(stage)
 
         def config(steps: int) -> SapConfig:
-            return SapConfig(learning_rate=stage.learning_rate, batch_pairs=stage.batch_pairs, epsilon=stage.epsilon,
+            return SapConfig(learning_rate=stage.learning_rate, batch_pairs=stage.batch_pairs,
                              lora_rank=stage.lora_rank, max_steps=steps, checkpoint_every=10**9, epochs=10**6,
                              max_minutes=seconds / 60 if steps > 20 else None)
 

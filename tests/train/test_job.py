@@ -121,7 +121,7 @@ def test_the_job_trains_evaluates_and_ships_artefacts_for_the_full_base(job_run,
     assert results["kb_encoding"]["base"]["umls"]["names"] == 16  # each KB's names encoded once for all its sets
     assert all("error" not in stage for stage in results["stages"].values()), results["stages"]
     assert results["stages"]["sap"]["steps"] == 2 and len(results["stages"]["sap"]["dev_scores"]) >= 2
-    assert results["stages"]["sap"]["config"]["epsilon"] == 0.5  # the stage's ε, not SapConfig's 1 (`SapStage`)
+    assert results["stages"]["sap"]["config"]["epsilon"] == 0.5  # the ε that trains e5 (`SapConfig`), not 001's 1
     assert sorted(p.name for p in (out).iterdir()) == [
         "dual.safetensors", "job.log", "results.json", "sap.safetensors", "student.safetensors"]
 
