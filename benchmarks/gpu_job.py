@@ -76,9 +76,9 @@ def section(results: dict, record: Path) -> str:
     pack, budget = results["pack"], results.get("budget", {})
     toy = toy_options(results)
     options = "".join(f" --{key.replace('_', '-')} {value}" for key, value in toy.items())
-    options += "" if "CUDA" in results["device"] else " --device cpu"
-    options += _stages_options(results)
-    job = "the GPU training job" if "CUDA" in results["device"] else "the training job, run on the CPU"
+    on_gpu = "CUDA" in results["device"]
+    options += ("" if on_gpu else " --device cpu") + _stages_options(results)
+    job = "the GPU training job" if on_gpu else "the training job, run on the CPU"
     lines = [f"## {run_date(results)} — {job} (commit `{pack_commit(results)}`)", "",
              f"Command: `python benchmarks/gpu_job.py {record.resolve().relative_to(ROOT)}` · the job: `python3 -m "
              f"babelink.train.job --pack pack --out $OUT --minutes {budget.get('minutes', '?')}{options}` on "
@@ -88,7 +88,7 @@ def section(results: dict, record: Path) -> str:
              f"pruned to {pack['base']['pieces']:,} pieces", ""]
     lines += _stage_table(results) + [""]
     if encoding := results.get("kb_encoding"):
-        batches = "batches of 1,024" if "CUDA" in results["device"] else "the encoder's own batches"
+        batches = "batches of 1,024" if on_gpu else "the encoder's own batches"
         lines += [(f"Each KB's names encoded for an evaluation on {results['device']} (`TransformerEncoder.encode`, "
                    f"the call `build` makes, in {batches}): seconds, names a second."), ""]
         lines += _encoding_table(encoding) + [""]
@@ -138,21 +138,23 @@ def _stage_table(results: dict) -> list[str]:
         kind, sources = _kind_and_sources(stage)
         left_out = _listed(sorted(held[name]))
         record = results["stages"].get(name)
-        if record is None:
-            rows.append(f"| {name} | {kind} | {sources} | {left_out} | — | — | — | — | not run |")
-        elif "error" in record:
-            error = record["error"].replace("|", "\\|").splitlines()[0][:120]
-            rows.append(f"| {name} | {kind} | {sources} | {left_out} | — | — | — | — "
-                        f"| failed: {error} |")
-        elif "given" in record:  # a rerun's start (`--starts`), trained by an earlier run
-            rows.append(f"| {name} | {kind} | {sources} | {left_out} | {record['steps']:,} | — | — | — "
-                        f"| {record['given']} of an earlier run (commit `{(record['commit'] or 'unknown')[:7]}`), "
-                        "not trained again |")
-        else:
-            rows.append(f"| {name} | {kind} | {sources} | {left_out} | {record['steps']:,} "
-                        f"| {record['items']:,} | {record['seconds']:.0f} | {_dev_cell(record.get('dev_scores'))} "
-                        f"| {record.get('artefact', 'not shipped')} |")
+        rows.append(f"| {name} | {kind} | {sources} | {left_out} | {' | '.join(_stage_cells(record))} |")
     return rows
+
+
+def _stage_cells(record: dict | None) -> list[str]:
+    """Steps, items, training seconds, dev score and artefact of a stage's record."""
+    if record is None:
+        return ["—"] * 4 + ["not run"]
+    if "error" in record:
+        error = record["error"].replace("|", "\\|").splitlines()[0][:120]
+        return ["—"] * 4 + [f"failed: {error}"]
+    if "given" in record:  # a rerun's start (`--starts`), trained by an earlier run
+        commit = (record["commit"] or "unknown")[:7]
+        given = f"{record['given']} of an earlier run (commit `{commit}`), not trained again"
+        return [f"{record['steps']:,}", "—", "—", "—", given]
+    return [f"{record['steps']:,}", f"{record['items']:,}", f"{record['seconds']:.0f}",
+            _dev_cell(record.get("dev_scores")), record.get("artefact", "not shipped")]
 
 
 def _dev_cell(scores: list | None) -> str:
