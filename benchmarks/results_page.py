@@ -65,6 +65,8 @@ class Headline:
 
 
 _NORMALIZATION = Summary("system", "Acc@1", ("hybrid + spans + abbreviations", "hybrid"), "sparse", key="set")
+#: A trained encoder's rows beside the same system over the bundled encoder's bundle, the same run.
+_TRAINED = Summary("system", "Acc@1", ("hybrid + translations", "hybrid"), "hybrid, bundled encoder", key="set")
 _LINKING = Summary("system", "strict F1", ("hybrid + spans",), "sparse baseline", key="corpus")
 HEADLINES = (
     Headline("Normalization, UMLS stand-in (open-umls), bundled encoder", "normalization", "normalization.py",
@@ -73,10 +75,9 @@ HEADLINES = (
              having=("--kb ctd-medic",), without=("--encoder", "--systems"), summary=_NORMALIZATION),
     Headline("Normalization, UMLS stand-in (open-umls), newest trained encoder", "normalization",
              "normalization.py", "Acc@1", having=("--kb open-umls", "--encoder"),
-             summary=Summary("system", "Acc@1", ("hybrid + translations", "hybrid"), "hybrid, bundled encoder",
-                             key="set")),
+             summary=_TRAINED),
     Headline("Normalization, CTD MEDIC, newest trained encoder", "normalization", "normalization.py", "Acc@1",
-             having=("--kb ctd-medic", "--encoder"), summary=_NORMALIZATION),
+             having=("--kb ctd-medic", "--encoder"), summary=_TRAINED),
     Headline("Document linking, span enumeration", "end-to-end", "end_to_end.py", "strict F1",
              without=("--ner", "--encoder"), summary=_LINKING),
     Headline("Document linking, Mantra GSC (en, es, fr)", "end-to-end", "end_to_end.py", "strict F1",
