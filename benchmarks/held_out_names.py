@@ -101,8 +101,10 @@ def trained_on(encoder: str, languages: list[str]) -> str:
         return f"`{encoder}` is no packaged artefact: which languages it trained on is not recorded here"
     hold_out = set(read_manifest(artefact)["training"].get("hold_out", ()))
     seen = [lang for lang in languages if lang not in hold_out]
-    return (f"`{encoder}` held {', '.join(sorted(hold_out)) or 'no language'} out of training; its rows for "
-            f"{', '.join(seen) or 'no language'} measure languages it trained on, not unseen ones")
+    held = f"`{encoder}` held {', '.join(sorted(hold_out)) or 'no language'} out of training"
+    if not seen:
+        return f"{held}: every language here is one it never trained on"
+    return f"{held}; its rows for {', '.join(seen)} measure languages it trained on, not unseen ones"
 
 
 def report(runs: dict, size: int, encoder: str, command: str, measured_at: str) -> str:

@@ -25,3 +25,9 @@ def test_the_section_gives_means_the_results_page_summarises(tmp_path):
     row = results_page.summary_row(headline, chosen, "link")
     assert "with a MUSE lexicon (tr): hybrid + translations 0.600" in row
     assert "all (tr, cs): hybrid 0.350" in row
+
+
+def test_the_packaged_encoders_languages_are_named_seen_or_unseen():
+    """e5-sap's manifest holds cs, el and vi out: measured alone they are all unseen; tr is not."""
+    assert held_out_names.trained_on("e5-sap", ["cs", "vi"]).endswith("every language here is one it never trained on")
+    assert "its rows for tr measure languages it trained on" in held_out_names.trained_on("e5-sap", ["cs", "tr"])
