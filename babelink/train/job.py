@@ -188,9 +188,17 @@ class PackEvaluator:
 
     def dev_score(self, encoder: TransformerEncoder) -> float:
         """Mean Acc@1 over the dev sets, each against its gold concepts and `DEV_DISTRACTORS` others."""
-        distractors = DEV_DISTRACTORS if self.distractors is None else min(DEV_DISTRACTORS, self.distractors)
-        results = self.evaluate(encoder, DEV_SETS, distractors)
+        results = self.evaluate(encoder, DEV_SETS, self._dev_distractors)
         return float(np.mean([value["all"]["acc1"] for value in results.values()])) if results else 0.0
+
+    def dev_strings(self) -> int:
+        """How many strings `dev_score` encodes: each dev set's queries and its dictionary's names."""
+        return sum(len(rows) + len(self._dictionary(kb, without, rows, self._dev_distractors)[0])
+                   for key, (kb, without, rows) in self.sets.items() if key in DEV_SETS)
+
+    @property
+    def _dev_distractors(self) -> int:
+        return DEV_DISTRACTORS if self.distractors is None else min(DEV_DISTRACTORS, self.distractors)
 
     def _dictionary(self, kb: str, without: str | None, rows: list[list[str]], distractors: int | None
                     ) -> tuple[list[int], list[tuple[str, ...]]]:
@@ -304,6 +312,7 @@ class Job:
             # besides training, a stage evaluates its model, scores dev three times, loads, probes and exports;
             # the estimate is replaced by what each stage measures
             self.overhead = 1.5 * (time.monotonic() - began) + 15
+            self.dev_seconds = self._dev_seconds()
             for name, artefact in self.given.items():
                 try:
                     self.adopt(name, artefact)
@@ -323,6 +332,18 @@ class Job:
             self.save()
             shutil.rmtree(self.work, ignore_errors=True)
         return self.results
+
+    def _dev_seconds(self) -> float:
+        """What a dev score should take here: its strings at the rate the base's evaluation just
+        encoded names (seconds on a GPU; minutes on a CPU, where it must come out of a stage's steps)."""
+        spent = self.evaluator.kb_encoding.values()
+        names, seconds = sum(kb["names"] for kb in spent), sum(kb["seconds"] for kb in spent)
+        if not names:  # a pack without evaluation sets: no dev score either
+            return 0.0
+        strings = self.evaluator.dev_strings()
+        estimate = strings * seconds / names
+        self.log(f"a dev score: {strings:,} strings, about {estimate:.0f}s")
+        return estimate
 
     def failed(self, name: str, error: Exception) -> None:
         self.results["stages"][name] = {"error": f"{type(error).__name__}: {error}",
@@ -385,7 +406,8 @@ class Job:
                  f"{max(seconds, 0):.0f}s")
         began = time.monotonic()
         if sap:
-            trainer.train(evaluate=self.evaluator.dev_score, eval_every=max(1, trainer.total_steps // 2))
+            # halfway and at the end (`_finish`), not also a step before the end of an odd count
+            trainer.train(evaluate=self.evaluator.dev_score, eval_every=max(1, (trainer.total_steps + 1) // 2))
         elif dual:
             trainer.train(dev=self.documents(stage.dev))
         else:
@@ -458,8 +480,11 @@ class Job:
                              lora_rank=stage.lora_rank, max_steps=steps, checkpoint_every=10**9, epochs=10**6,
                              max_minutes=seconds / 60 if steps > 20 else None)
 
-        steps = self.steps("sap", seconds, lambda: SapTrainer(self.base, pairs, self.work / "probe-sap", config(20),
-                                                              device=str(self.device)))
+        def probe() -> SapTrainer:
+            return SapTrainer(self.base, pairs, self.work / "probe-sap", config(20), device=str(self.device))
+
+        # the dev score halfway through counts inside `max_minutes`: the steps planned leave it room
+        steps = self.steps("sap", seconds - self.dev_seconds, probe)
         return SapTrainer(self.base, pairs, self.work / stage.name, config(steps), device=str(self.device))
 
     def student_trainer(self, stage: StudentStage, seconds: float) -> StudentTrainer:

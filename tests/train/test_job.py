@@ -198,6 +198,31 @@ def test_a_held_out_languages_names_are_searched_in_the_kb_without_them(tiny_pac
     assert len({c for cs in few[1] for c in cs}) == 2 and "C1" in few[1][0] and not set(few[0]) - set(indexes)
 
 
+class _CountingEncoder:
+    """Random vectors, and how many strings it was given: what a dev score costs to encode."""
+
+    def __init__(self):
+        self.strings = 0
+
+    def encode(self, texts):
+        self.strings += len(texts)
+        return np.random.default_rng(0).normal(size=(len(texts), 8)).astype(np.float32)
+
+
+@pytest.mark.parametrize("distractors", [None, 1])
+def test_the_job_knows_how_many_strings_a_dev_score_encodes(tiny_pack, distractors):
+    """The job plans a SAP stage's steps around the dev score halfway through: its size must be
+    what `dev_score` encodes, whole dictionary or gold concepts and a sample."""
+    import torch
+
+    from babelink.train.job import PackEvaluator
+
+    evaluator = PackEvaluator(tiny_pack, packs.read_manifest(tiny_pack), torch.device("cpu"), distractors)
+    encoder = _CountingEncoder()
+    evaluator.dev_score(encoder)
+    assert encoder.strings == evaluator.dev_strings() == 1 + (16 if distractors is None else 8)
+
+
 def test_a_run_is_published_with_every_stage_model_and_set(job_run):
     """`benchmarks/gpu_job.py` renders what the job writes: this test keeps the two in step."""
     from support import benchmark_script
