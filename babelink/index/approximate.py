@@ -37,8 +37,10 @@ from babelink.index.dense import DenseNameIndex, DenseParams
 DIMENSIONS = 128
 #: Approximate vectors the PCA basis is fitted on.
 PCA_SAMPLE = 50_000
-#: Names encoded whole at build as the targets the token vectors are fitted to (notes, 2026-11-29).
-FIT_NAMES = 20_000
+#: Names encoded whole at build as the targets the token vectors are fitted to: on held-out Greek
+#: names, 10k gave the bundled encoder 0.195 → 0.283 Acc@1 and 30k 0.308 (notes, 2026-11-29); 10k
+#: cost 23 s here, about 70 s on an AVX2-only CPU, within a first run's budget.
+FIT_NAMES = 10_000
 #: The pull of a fitted token vector toward its lone vector: a name's weights sum to 1, so a token
 #: met in one sampled name at weight w is fitted from w² of evidence against this.
 FIT_RIDGE = 0.1
@@ -93,7 +95,8 @@ class ApproximateNames:
         count = occurrences.shape[0]
         lone = _token_vectors(encoder, token_ids, progress)
         fitted = np.sort(np.random.default_rng(1).choice(count, min(FIT_NAMES, count), replace=False))
-        targets = _name_vectors(encode_names or encoder.encode, [strings[row] for row in fitted], progress)
+        targets = _name_vectors(encode_names or encoder.encode, [strings[row] for row in fitted], encoder.dimension,
+                                progress)
         tokens = _fitted(weights[fitted], targets, lone).astype(np.float16).astype(np.float32)  # as saved
         sample = np.random.default_rng(0).choice(count, min(PCA_SAMPLE, count), replace=False)
         mean, components = _basis(_normalized(weights[np.sort(sample)] @ tokens))
@@ -173,14 +176,15 @@ def _token_vectors(encoder: TokenEncoder, token_ids: np.ndarray, progress) -> np
     return vectors
 
 
-def _name_vectors(encode: Callable[[Sequence[str]], np.ndarray], names: list[str], progress) -> np.ndarray:
+def _name_vectors(encode: Callable[[Sequence[str]], np.ndarray], names: list[str], dimension: int,
+                  progress) -> np.ndarray:
     step = 2048
-    parts = []
+    parts = [np.zeros((0, dimension), np.float32)]
     for start in range(0, len(names), step):
         parts.append(encode(names[start : start + step]))
         if progress:
             progress("encoding names to fit the token vectors to", min(start + step, len(names)), len(names))
-    return np.concatenate(parts) if parts else np.zeros((0, 0), np.float32)
+    return np.concatenate(parts)
 
 
 def _occurrences(encoder: TokenEncoder, strings: Sequence[str]) -> tuple[np.ndarray, sp.csr_matrix]:
