@@ -15,9 +15,9 @@ from babelink.index.dense import DenseParams
 #: in the mined lexicon; 6: a lazy index; 7: its approximate name vectors; 8: those in fast-scan
 #: inverted lists; 9, 10: cognates, then the same word, in its mined lexicon; 11: Arabic names without
 #: vowel marks; 12: semantic groups among the types; 13: a cognate met once kept as a further sense;
-#: 14: function words mined; 15: names normalised by revision 3 of `normalize_name`), so a cached
-#: default bundle from before is not reused.
-DEFAULT_BUNDLE_REVISION = 15
+#: 14: function words mined; 15: names normalised by revision 3 of `normalize_name`; 16: approximate
+#: vectors from token vectors fitted to whole names), so a cached default bundle from before is not reused.
+DEFAULT_BUNDLE_REVISION = 16
 #: No name encoded at build (`index.lazy`): the first answer comes a minute after install instead
 #: of 11 (AVX-512 BF16) to 30 (AVX2) minutes of encoding 248k names. `babelink update --index hnsw`
 #: gives it the FAISS search of every name (BENCHMARKS.md has both).

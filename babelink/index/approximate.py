@@ -6,14 +6,19 @@ encoding every name for a FAISS index costs the half hour the lazy index exists 
 names use far fewer distinct tokens than there are names (open-umls: 23.5k tokens for 186k
 strings), so each token is encoded once, alone (with the encoder's prefix and special tokens,
 pooled as any text), and a name's approximate vector is the IDF-weighted mean of its tokens'
-vectors, the way static embeddings are distilled from a transformer (model2vec). A PCA basis fitted
-on them keeps `DIMENSIONS` components. The query's real vector, projected onto that basis,
+vectors, the way static embeddings are distilled from a transformer (model2vec). A token alone is
+not what the encoder sees in a name, least of all one trained on whole names (SAP), so the token
+vectors are then fitted: `FIT_NAMES` names are encoded whole and the token vectors regressed so
+that those names' means meet their real vectors, each pulled toward its lone vector (ridge) so that
+tokens the sample lacks stay as they were. A PCA basis fitted on the means keeps `DIMENSIONS`
+components. The query's real vector, projected onto that basis,
 searches them exactly; the names found join the TF-IDF shortlist, and both are ranked by true
 cosines (`retrieve.HybridGenerator`), names encoded on first need as before. The vectors live in
 FAISS inverted lists of 4-bit codes re-ranked on the vectors (`DenseParams(kind="ivffastscan")`): an
 exact scan of 186k vectors took 0.3 ms a query alone and several times that beside the encoder's
 threads, more than the encoder at 2M names. The measurements that chose this design are in
-benchmarks/log/notes.md (2026-11-27, approximate name vectors; the search's cost).
+benchmarks/log/notes.md (2026-11-27, approximate name vectors; the search's cost; 2026-11-29,
+token vectors fitted to whole names).
 """
 
 from __future__ import annotations
@@ -32,6 +37,13 @@ from babelink.index.dense import DenseNameIndex, DenseParams
 DIMENSIONS = 128
 #: Approximate vectors the PCA basis is fitted on.
 PCA_SAMPLE = 50_000
+#: Names encoded whole at build as the targets the token vectors are fitted to: on held-out Greek
+#: names, 10k gave the bundled encoder 0.195 → 0.283 Acc@1 and 30k 0.308 (notes, 2026-11-29); 10k
+#: cost 23 s here, about 70 s on an AVX2-only CPU, within a first run's budget.
+FIT_NAMES = 10_000
+#: The pull of a fitted token vector toward its lone vector: a name's weights sum to 1, so a token
+#: met in one sampled name at weight w is fitted from w² of evidence against this.
+FIT_RIDGE = 0.1
 #: Names turned into vectors at once (bounds the float32 intermediate: rows × encoder dimension).
 CHUNK = 65_536
 #: Where a lazy index's `dense/` keeps them: a FAISS index directory, and the basis beside it.
@@ -50,6 +62,8 @@ class TokenEncoder(Protocol):
 
     dimension: int
 
+    def encode(self, texts: Sequence[str]) -> np.ndarray: ...
+
     def token_ids(self, texts: Sequence[str]) -> list[list[int]]: ...
 
     def encode_tokens(self, ids: Sequence[int]) -> np.ndarray: ...
@@ -57,11 +71,12 @@ class TokenEncoder(Protocol):
 
 class ApproximateNames:
     """Row `i` of `index` is name string `i`'s approximate vector in the basis (`mean`, `components`
-    rows), L2-normalised; `token_ids` (sorted) and `idf` are the weights it was built with."""
+    rows), L2-normalised; `token_ids` (sorted), `idf` and `token_vectors` (float16, fitted; None in
+    bundles built before the fit: lone vectors then) are what it was built from."""
 
     def __init__(self, index: DenseNameIndex, token_ids: np.ndarray, idf: np.ndarray, mean: np.ndarray,
-                 components: np.ndarray):
-        self.index, self.token_ids, self.idf = index, token_ids, idf
+                 components: np.ndarray, token_vectors: np.ndarray | None = None):
+        self.index, self.token_ids, self.idf, self.token_vectors = index, token_ids, idf, token_vectors
         self.mean, self.components = mean, components
 
     def __len__(self) -> int:
@@ -69,26 +84,39 @@ class ApproximateNames:
 
     @classmethod
     def build(cls, encoder: TokenEncoder, strings: Sequence[str],
-              progress: Callable[[str, int, int], None] | None = None) -> ApproximateNames:
+              progress: Callable[[str, int, int], None] | None = None,
+              encode_names: Callable[[Sequence[str]], np.ndarray] | None = None) -> ApproximateNames:
+        """`encode_names` (default `encoder.encode`) encodes the names the token vectors are fitted
+        to: a lazy index passes its vector store's, so they are not encoded again on first need."""
         token_ids, occurrences = _occurrences(encoder, strings)
         names_with = np.bincount(occurrences.indices, minlength=len(token_ids))
         idf = (np.log((1 + occurrences.shape[0]) / (1 + names_with)) + 1).astype(np.float32)
-        tokens = _token_vectors(encoder, token_ids, progress)
         weights = _weights(occurrences, idf)
         count = occurrences.shape[0]
+        lone = _token_vectors(encoder, token_ids, progress)
+        fitted = np.sort(np.random.default_rng(1).choice(count, min(FIT_NAMES, count), replace=False))
+        targets = _name_vectors(encode_names or encoder.encode, [strings[row] for row in fitted], encoder.dimension,
+                                progress)
+        tokens = _fitted(weights[fitted], targets, lone).astype(np.float16).astype(np.float32)  # as saved
         sample = np.random.default_rng(0).choice(count, min(PCA_SAMPLE, count), replace=False)
         mean, components = _basis(_normalized(weights[np.sort(sample)] @ tokens))
         vectors = _project_chunks(weights, tokens, mean, components)
         layout = DenseParams(kind="ivffastscan" if len(vectors) >= IVF_MIN_NAMES else "flat", nprobe=NPROBE)
-        return cls(DenseNameIndex.build(vectors, layout), token_ids, idf, mean, components)
+        return cls(DenseNameIndex.build(vectors, layout), token_ids, idf, mean, components, tokens.astype(np.float16))
 
     def vectors_of(self, encoder: TokenEncoder, strings: Sequence[str]) -> np.ndarray:
-        """The approximate vectors of `strings` in this basis; tokens the build never saw weigh as its rarest."""
+        """The approximate vectors of `strings` in this basis: the build's token vectors where it
+        had them, lone vectors for the others; tokens the build never saw weigh as its rarest."""
         used, occurrences = _occurrences(encoder, strings)
         positions = np.minimum(np.searchsorted(self.token_ids, used), len(self.token_ids) - 1)
-        idf = np.where(self.token_ids[positions] == used, self.idf[positions], self.idf.max(initial=1.0))
-        return _project_chunks(_weights(occurrences, idf.astype(np.float32)), _token_vectors(encoder, used, None),
-                               self.mean, self.components)
+        known = self.token_ids[positions] == used
+        idf = np.where(known, self.idf[positions], self.idf.max(initial=1.0))
+        if self.token_vectors is None:
+            known[:] = False
+        tokens = np.zeros((len(used), len(self.mean)), np.float32)
+        tokens[known] = self.token_vectors[positions[known]] if known.any() else 0.0
+        tokens[~known] = _token_vectors(encoder, used[~known], None)
+        return _project_chunks(_weights(occurrences, idf.astype(np.float32)), tokens, self.mean, self.components)
 
     def add(self, encoder: TokenEncoder, strings: Sequence[str]) -> None:
         """Append rows for `strings` (an index `load`ed `writable`), in the same basis."""
@@ -104,7 +132,9 @@ class ApproximateNames:
         """Write `directory/approximate/`: the FAISS index and the basis."""
         (directory / DIRECTORY).mkdir(exist_ok=True)
         with open(directory / DIRECTORY / BASIS_FILE, "wb") as stream:
-            np.savez(stream, token_ids=self.token_ids, idf=self.idf, mean=self.mean, components=self.components)
+            fitted = {} if self.token_vectors is None else {"token_vectors": self.token_vectors}
+            np.savez(stream, token_ids=self.token_ids, idf=self.idf, mean=self.mean, components=self.components,
+                     **fitted)
         return [*self.index.save(directory / DIRECTORY), directory / DIRECTORY / BASIS_FILE]
 
     @classmethod
@@ -116,6 +146,7 @@ class ApproximateNames:
         try:
             with np.load(directory / DIRECTORY / BASIS_FILE) as basis:
                 parts = {key: basis[key] for key in ("token_ids", "idf", "mean", "components")}
+                parts["token_vectors"] = basis["token_vectors"] if "token_vectors" in basis else None
         except (OSError, ValueError, KeyError) as error:
             raise BundleError(f"{directory / DIRECTORY / BASIS_FILE}: unreadable basis of the approximate name "
                               f"vectors ({error}); rebuild the bundle") from None
@@ -123,6 +154,10 @@ class ApproximateNames:
         if index.dimension != len(parts["components"]):
             raise BundleError(f"{directory / DIRECTORY}: {index.dimension}-d approximate vectors for a basis of "
                               f"{len(parts['components'])} components; rebuild the bundle")
+        tokens = parts["token_vectors"]
+        if tokens is not None and tokens.shape != (len(parts["token_ids"]), len(parts["mean"])):
+            raise BundleError(f"{directory / DIRECTORY / BASIS_FILE}: {tokens.shape} token vectors for "
+                              f"{len(parts['token_ids'])} tokens of {len(parts['mean'])} dimensions; rebuild the bundle")
         return cls(index, **parts)
 
 
@@ -141,6 +176,17 @@ def _token_vectors(encoder: TokenEncoder, token_ids: np.ndarray, progress) -> np
     return vectors
 
 
+def _name_vectors(encode: Callable[[Sequence[str]], np.ndarray], names: list[str], dimension: int,
+                  progress) -> np.ndarray:
+    step = 2048
+    parts = [np.zeros((0, dimension), np.float32)]
+    for start in range(0, len(names), step):
+        parts.append(encode(names[start : start + step]))
+        if progress:
+            progress("encoding names to fit the token vectors to", min(start + step, len(names)), len(names))
+    return np.concatenate(parts)
+
+
 def _occurrences(encoder: TokenEncoder, strings: Sequence[str]) -> tuple[np.ndarray, sp.csr_matrix]:
     """The distinct token ids (sorted) of `strings`, and the (strings × those tokens) counts of each
     in each. Tokenised `CHUNK` strings at a time: a tokenizer's output for millions of names at
@@ -157,6 +203,36 @@ def _occurrences(encoder: TokenEncoder, strings: Sequence[str]) -> tuple[np.ndar
     matrix = sp.csr_matrix((np.ones(len(columns), np.float32), (rows, columns.ravel())),
                            shape=(len(strings), len(token_ids)))
     return token_ids, matrix
+
+
+def _fitted(weights: sp.csr_matrix, targets: np.ndarray, lone: np.ndarray, tolerance: float = 1e-4,
+            iterations: int = 500) -> np.ndarray:
+    """Token vectors X minimising ‖weights·X − targets‖² + FIT_RIDGE·‖X − lone‖²: the normal
+    equations (WᵀW + λI) X = WᵀY + λ·lone, solved for all dimensions at once by conjugate gradients
+    with a diagonal preconditioner (WᵀW is tokens × tokens, sparse; a sparse LU of it took a minute)."""
+    transposed = weights.T.tocsr()
+
+    def apply(x: np.ndarray) -> np.ndarray:
+        return transposed @ (weights @ x) + FIT_RIDGE * x
+
+    right = transposed @ targets + FIT_RIDGE * lone
+    inverse_diagonal = (1.0 / (np.asarray(weights.multiply(weights).sum(axis=0)).ravel() + FIT_RIDGE))[:, None]
+    solution = lone.astype(np.float32)
+    residual = right - apply(solution)
+    preconditioned = inverse_diagonal * residual
+    direction, aligned = preconditioned.copy(), (residual * preconditioned).sum(axis=0)
+    scale = np.linalg.norm(right, axis=0) + 1e-12
+    for _ in range(iterations):
+        if (np.linalg.norm(residual, axis=0) / scale).max() < tolerance:
+            break
+        moved = apply(direction)
+        step = aligned / np.maximum((direction * moved).sum(axis=0), 1e-30)
+        solution += step * direction
+        residual -= step * moved
+        preconditioned = inverse_diagonal * residual
+        aligned, previous = (residual * preconditioned).sum(axis=0), aligned
+        direction = preconditioned + aligned / np.maximum(previous, 1e-30) * direction
+    return solution.astype(np.float32)
 
 
 def _weights(occurrences: sp.csr_matrix, idf: np.ndarray) -> sp.csr_matrix:

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from babelink.encoders import Encoder
-from babelink.encoders.vector_store import VectorStore, encode_through, string_keys
+from babelink.encoders.vector_store import VectorStore, encode_through, store_directory, string_keys
 from babelink.errors import BundleError
 from babelink.index.approximate import ApproximateNames, supports_tokens
 from babelink.index.dense import DenseParams, NameVectors, save_params
@@ -102,5 +102,9 @@ def write_lazy_index(params: DenseParams, encoder: Encoder, strings: Sequence[st
     encoder cannot: TF-IDF alone then)."""
     files = [save_params(params, directory)]
     if params.approximate and supports_tokens(encoder):
-        files += ApproximateNames.build(encoder, strings, progress).save(directory)
+        store = VectorStore(store_directory(encoder.describe()), encoder.dimension)
+        approximate = ApproximateNames.build(encoder, strings, progress,
+                                             lambda names: encode_through(store, encoder.encode, names))
+        store.save()
+        files += approximate.save(directory)
     return files

@@ -3,11 +3,12 @@ searched by real query vectors so that a lazy index reaches names TF-IDF cannot 
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from babelink.bundle.store import build_bundle, load_bundle
 from babelink.encoders import open_encoder
 from babelink.errors import BundleError
-from babelink.index.approximate import BASIS_FILE, DIRECTORY, ApproximateNames
+from babelink.index.approximate import BASIS_FILE, DIRECTORY, FIT_RIDGE, ApproximateNames, _fitted
 from babelink.index.dense import DenseParams
 from babelink.index.lazy import write_lazy_index
 from babelink.kb.base import KnowledgeBaseBuilder
@@ -30,8 +31,9 @@ def encoder(contextual_encoder_dir):
 def test_a_name_vector_is_the_idf_weighted_mean_of_its_tokens_in_the_basis(encoder):
     approximate = ApproximateNames.build(encoder, NAMES)
     ids = encoder.token_ids([NAMES[0]])[0]
-    weights = approximate.idf[np.searchsorted(approximate.token_ids, ids)]
-    mean = (weights[:, None] * encoder.encode_tokens(ids)).sum(axis=0) / weights.sum()
+    positions = np.searchsorted(approximate.token_ids, ids)
+    weights = approximate.idf[positions]
+    mean = (weights[:, None] * approximate.token_vectors[positions].astype(np.float32)).sum(axis=0) / weights.sum()
     projected = (mean / np.linalg.norm(mean) - approximate.mean) @ approximate.components.T
     assert np.allclose(approximate.index.vectors(np.array([0]))[0], projected / np.linalg.norm(projected), atol=1e-5)
 
@@ -46,8 +48,63 @@ def test_rare_tokens_weigh_more():
         def encode_tokens(self, ids):
             return np.array([[1.0, 0.0] if token == 1 else [0.0, 1.0] for token in ids], np.float32)
 
+        def encode(self, texts):
+            return np.full((len(texts), 2), np.sqrt(0.5), np.float32)
+
     approximate = ApproximateNames.build(Tokens(), ["1 2", "1", "1", "1 3"])
     assert approximate.idf[1] > approximate.idf[0]  # token 2 is in one name, token 1 in all four
+
+
+def test_fitted_token_vectors_bring_the_names_means_nearer_their_real_vectors(encoder):
+    """The fit's point: a name's mean of fitted token vectors lies nearer the encoder's vector of
+    the whole name than its mean of lone token vectors (the contextual encoder mixes tokens)."""
+    approximate = ApproximateNames.build(encoder, NAMES)
+    real = encoder.encode(NAMES)
+
+    def cosines(token_vectors):
+        means = []
+        for ids in encoder.token_ids(NAMES):
+            positions = np.searchsorted(approximate.token_ids, ids)
+            weights = approximate.idf[positions][:, None]
+            means.append((weights * token_vectors[positions]).sum(axis=0) / weights.sum())
+        means = np.array(means)
+        return (means * real).sum(axis=1) / np.linalg.norm(means, axis=1)
+
+    fitted = cosines(approximate.token_vectors.astype(np.float32))
+    lone = cosines(encoder.encode_tokens(approximate.token_ids.tolist()))
+    assert fitted.mean() > lone.mean() + 0.01 and fitted.min() > 0.9
+
+
+def test_the_fit_solves_its_ridge_normal_equations():
+    rng = np.random.default_rng(3)
+    weights = sp.random(40, 12, density=0.2, format="csr", random_state=4, dtype=np.float32)
+    targets, lone = rng.normal(size=(40, 5)).astype(np.float32), rng.normal(size=(12, 5)).astype(np.float32)
+    gram = (weights.T @ weights).toarray() + FIT_RIDGE * np.eye(12)
+    exact = np.linalg.solve(gram, weights.T @ targets + FIT_RIDGE * lone)
+    assert np.allclose(_fitted(weights, targets, lone), exact, atol=1e-3)
+
+
+def test_a_basis_saved_before_the_fit_loads_and_grows_from_lone_token_vectors(encoder, tmp_path):
+    built = ApproximateNames.build(encoder, NAMES)
+    built.token_vectors = None
+    built.save(tmp_path)
+    grown = ApproximateNames.load(tmp_path, writable=True)
+    assert grown.token_vectors is None
+    grown.add(encoder, ["asthma"])
+    ids = encoder.token_ids(["asthma"])[0]
+    weights = grown.idf[np.searchsorted(grown.token_ids, ids)]
+    mean = (weights[:, None] * encoder.encode_tokens(ids)).sum(axis=0) / weights.sum()
+    projected = (mean / np.linalg.norm(mean) - grown.mean) @ grown.components.T
+    assert np.allclose(grown.index.vectors(np.array([len(NAMES)]))[0], projected / np.linalg.norm(projected),
+                       atol=1e-5)
+
+
+def test_token_vectors_of_another_shape_are_refused(encoder, tmp_path):
+    built = ApproximateNames.build(encoder, NAMES)
+    built.token_vectors = built.token_vectors[:-1]
+    built.save(tmp_path)
+    with pytest.raises(BundleError, match="token vectors for"):
+        ApproximateNames.load(tmp_path)
 
 
 def test_added_names_get_the_rows_a_build_gave_them(encoder, tmp_path):
@@ -104,6 +161,7 @@ def test_a_lazy_bundle_ranks_names_sharing_no_ngram_with_the_mention(kb, tmp_pat
     search finds candidates, and their true cosines rank them as a flat index does."""
     lazy = build_bundle(kb, tmp_path / "lazy", encoder=contextual_encoder_dir, dense_params=DenseParams(kind="lazy"))
     assert BASIS_FILE in {path.name for path in (lazy / "dense" / DIRECTORY).iterdir()}
+    assert load_bundle(lazy).dense.encoded() == len(NAMES)  # the names the fit encoded, kept for first need
     flat = Linker.open(build_bundle(kb, tmp_path / "flat", encoder=contextual_encoder_dir,
                                     dense_params=DenseParams(kind="flat")))
     got = [(c.concept_id, round(c.score, 4)) for c in Linker.open(lazy).normalize("心肌梗死", top_k=4)]

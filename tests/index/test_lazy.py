@@ -11,6 +11,7 @@ from babelink.bundle.store import build_bundle, load_bundle
 from babelink.encoders import open_encoder
 from babelink.encoders.vector_store import FILE, VectorStore, encode_through, store_directory, string_keys
 from babelink.errors import BabelinkError, BundleError
+from babelink.index import approximate
 from babelink.index.dense import DenseParams
 from babelink.linker import Linker
 from babelink.retrieve.generators import HybridGenerator
@@ -86,10 +87,12 @@ def test_store_is_per_encoder_identity():
     assert store_directory(entry) != store_directory({**entry, "pooling": "cls"})
 
 
-def test_lazy_bundle_encodes_no_name_at_build_and_each_shortlisted_name_once(kb, tmp_path, home, tiny_encoder_dir):
+def test_lazy_bundle_encodes_the_fit_s_names_at_build_and_each_shortlisted_name_once(kb, tmp_path, home,
+                                                                                     tiny_encoder_dir, monkeypatch):
+    monkeypatch.setattr(approximate, "FIT_NAMES", 2)
     path = build_bundle(kb, tmp_path / "lazy", encoder=tiny_encoder_dir, dense_params=DenseParams(kind="lazy"))
-    assert not (home / "name-vectors").exists()  # nothing encoded at build
     bundle = load_bundle(path)
+    assert bundle.dense.encoded() == 2  # at build, only the names the token vectors were fitted to
     counting = CountingEncoder(bundle.encoder())
     linker = Linker(bundle, encoder=counting)
     assert isinstance(linker.generator, HybridGenerator)
@@ -148,13 +151,15 @@ def test_lazy_refuses_another_encoder_that_would_poison_the_store(kb, tmp_path, 
         Linker(bundle, encoder=open_encoder(contextual_encoder_dir))
     with pytest.raises(BundleError, match="pooling"):
         Linker(bundle, encoder=open_encoder(tiny_encoder_dir, pooling="mean"))
-    assert not (home / "name-vectors").exists()
+    own = store_directory(bundle.manifest["dense"]["encoder"])  # the build's, holding the fit's names
+    assert [path.name for path in (home / "name-vectors").iterdir()] == [own.name]
 
 
 def test_reindexing_a_lazy_bundle_gives_the_flat_bundle_and_encodes_only_new_names(kb, tmp_path, home,
-                                                                                   contextual_encoder_dir):
+                                                                                   contextual_encoder_dir, monkeypatch):
     from babelink.bundle.update import reindex_bundle
 
+    monkeypatch.setattr(approximate, "FIT_NAMES", 0)  # lone token vectors: no name encoded at build
     path = build_bundle(kb, tmp_path / "lazy", encoder=contextual_encoder_dir, dense_params=DenseParams(kind="lazy"))
     lazy = load_bundle(path)
     lazy.dense.vectors(np.arange(3))  # three names encoded on a first need
@@ -200,11 +205,12 @@ def test_any_bytes_in_the_store_file_load_as_a_store_or_none(tmp_path, capsys, d
     assert vectors.shape == (1, 3) and (found.any() or not vectors.any())
 
 
-def test_info_shows_how_many_names_a_lazy_bundle_has_encoded(kb, tmp_path, home, tiny_encoder_dir):
+def test_info_shows_how_many_names_a_lazy_bundle_has_encoded(kb, tmp_path, home, tiny_encoder_dir, monkeypatch):
     import json
 
     from support import babelink
 
+    monkeypatch.setattr(approximate, "FIT_NAMES", 0)
     path = build_bundle(kb, tmp_path / "lazy", encoder=tiny_encoder_dir, dense_params=DenseParams(kind="lazy"))
     before = json.loads(babelink("info", "--bundle", path).stdout)["name_vectors"]
     assert before["encoded"] == 0 and before["names"] == 9
