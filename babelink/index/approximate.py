@@ -111,11 +111,11 @@ class ApproximateNames:
         positions = np.minimum(np.searchsorted(self.token_ids, used), len(self.token_ids) - 1)
         known = self.token_ids[positions] == used
         idf = np.where(known, self.idf[positions], self.idf.max(initial=1.0))
-        if self.token_vectors is None:
-            known[:] = False
         tokens = np.zeros((len(used), len(self.mean)), np.float32)
-        tokens[known] = self.token_vectors[positions[known]] if known.any() else 0.0
-        tokens[~known] = _token_vectors(encoder, used[~known], None)
+        if self.token_vectors is not None:
+            tokens[known] = self.token_vectors[positions[known]]
+        alone = ~known if self.token_vectors is not None else np.ones_like(known)
+        tokens[alone] = _token_vectors(encoder, used[alone], None)
         return _project_chunks(_weights(occurrences, idf.astype(np.float32)), tokens, self.mean, self.components)
 
     def add(self, encoder: TokenEncoder, strings: Sequence[str]) -> None:
@@ -146,7 +146,7 @@ class ApproximateNames:
         try:
             with np.load(directory / DIRECTORY / BASIS_FILE) as basis:
                 parts = {key: basis[key] for key in ("token_ids", "idf", "mean", "components")}
-                parts["token_vectors"] = basis["token_vectors"] if "token_vectors" in basis else None
+                parts["token_vectors"] = basis.get("token_vectors")
         except (OSError, ValueError, KeyError) as error:
             raise BundleError(f"{directory / DIRECTORY / BASIS_FILE}: unreadable basis of the approximate name "
                               f"vectors ({error}); rebuild the bundle") from None
@@ -157,7 +157,8 @@ class ApproximateNames:
         tokens = parts["token_vectors"]
         if tokens is not None and tokens.shape != (len(parts["token_ids"]), len(parts["mean"])):
             raise BundleError(f"{directory / DIRECTORY / BASIS_FILE}: {tokens.shape} token vectors for "
-                              f"{len(parts['token_ids'])} tokens of {len(parts['mean'])} dimensions; rebuild the bundle")
+                              f"{len(parts['token_ids'])} tokens of {len(parts['mean'])} dimensions; "
+                              "rebuild the bundle")
         return cls(index, **parts)
 
 
