@@ -18,7 +18,7 @@ from babelink.index.dense import DenseParams
 #: 14: function words mined; 15: names normalised by revision 3 of `normalize_name`; 16: approximate
 #: vectors from token vectors fitted to whole names), so a cached default bundle from before is not reused.
 DEFAULT_BUNDLE_REVISION = 16
-#: No name encoded at build (`index.lazy`): the first answer comes a minute after install instead
+#: 10k names encoded at build (`index.lazy`): the first answer comes minutes after install instead
 #: of 11 (AVX-512 BF16) to 30 (AVX2) minutes of encoding 248k names. `babelink update --index hnsw`
 #: gives it the FAISS search of every name (BENCHMARKS.md has both).
 DEFAULT_INDEX = DenseParams(kind="lazy")
