@@ -31,7 +31,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from babelink.errors import BundleError
-from babelink.index.dense import DenseNameIndex, DenseParams
+from babelink.index.dense import DenseNameIndex, DenseParams, embed_strings
 
 #: PCA components kept: on XL-BEL as good as all 384 of e5-small, a third of the memory and search.
 DIMENSIONS = 128
@@ -93,16 +93,20 @@ class ApproximateNames:
         idf = (np.log((1 + occurrences.shape[0]) / (1 + names_with)) + 1).astype(np.float32)
         weights = _weights(occurrences, idf)
         count = occurrences.shape[0]
-        lone = _token_vectors(encoder, token_ids, progress)
+        token_vectors = _token_vectors(encoder, token_ids, progress)  # each token alone, then fitted
         fitted = np.sort(np.random.default_rng(1).choice(count, min(FIT_NAMES, count), replace=False))
-        targets = _name_vectors(encode_names or encoder.encode, [strings[row] for row in fitted], encoder.dimension,
-                                progress)
-        tokens = _fitted(weights[fitted], targets, lone).astype(np.float16).astype(np.float32)  # as saved
+        if len(fitted):
+            tick = (lambda done: progress("encoding names to fit the token vectors to", done, len(fitted))
+                    ) if progress else None
+            targets = embed_strings(encode_names or encoder.encode, [strings[row] for row in fitted], progress=tick)
+            token_vectors = _fitted(weights[fitted], targets, token_vectors)
+        saved = token_vectors.astype(np.float16)
+        tokens = saved.astype(np.float32)  # the build's vectors are those `vectors_of` reads back
         sample = np.random.default_rng(0).choice(count, min(PCA_SAMPLE, count), replace=False)
         mean, components = _basis(_normalized(weights[np.sort(sample)] @ tokens))
         vectors = _project_chunks(weights, tokens, mean, components)
         layout = DenseParams(kind="ivffastscan" if len(vectors) >= IVF_MIN_NAMES else "flat", nprobe=NPROBE)
-        return cls(DenseNameIndex.build(vectors, layout), token_ids, idf, mean, components, tokens.astype(np.float16))
+        return cls(DenseNameIndex.build(vectors, layout), token_ids, idf, mean, components, saved)
 
     def vectors_of(self, encoder: TokenEncoder, strings: Sequence[str]) -> np.ndarray:
         """The approximate vectors of `strings` in this basis: the build's token vectors where it
@@ -111,11 +115,11 @@ class ApproximateNames:
         positions = np.minimum(np.searchsorted(self.token_ids, used), len(self.token_ids) - 1)
         known = self.token_ids[positions] == used
         idf = np.where(known, self.idf[positions], self.idf.max(initial=1.0))
+        stored = known if self.token_vectors is not None else np.zeros_like(known)
         tokens = np.zeros((len(used), len(self.mean)), np.float32)
-        if self.token_vectors is not None:
-            tokens[known] = self.token_vectors[positions[known]]
-        alone = ~known if self.token_vectors is not None else np.ones_like(known)
-        tokens[alone] = _token_vectors(encoder, used[alone], None)
+        if stored.any():
+            tokens[stored] = self.token_vectors[positions[stored]]
+        tokens[~stored] = _token_vectors(encoder, used[~stored], None)
         return _project_chunks(_weights(occurrences, idf.astype(np.float32)), tokens, self.mean, self.components)
 
     def add(self, encoder: TokenEncoder, strings: Sequence[str]) -> None:
@@ -175,17 +179,6 @@ def _token_vectors(encoder: TokenEncoder, token_ids: np.ndarray, progress) -> np
         if progress:
             progress("encoding name tokens", min(start + step, len(token_ids)), len(token_ids))
     return vectors
-
-
-def _name_vectors(encode: Callable[[Sequence[str]], np.ndarray], names: list[str], dimension: int,
-                  progress) -> np.ndarray:
-    step = 2048
-    parts = [np.zeros((0, dimension), np.float32)]
-    for start in range(0, len(names), step):
-        parts.append(encode(names[start : start + step]))
-        if progress:
-            progress("encoding names to fit the token vectors to", min(start + step, len(names)), len(names))
-    return np.concatenate(parts)
 
 
 def _occurrences(encoder: TokenEncoder, strings: Sequence[str]) -> tuple[np.ndarray, sp.csr_matrix]:
