@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import asdict
 from importlib.metadata import version
 from pathlib import Path
 
 from babelink.bundle.store import FORMAT_VERSION, MANIFEST, build_bundle
 from babelink.index.dense import DenseParams
+from babelink.kb.base import KnowledgeBase
+from babelink.translate.lexicon import Lexicon
 
 #: Bumped whenever the default bundle's content changes (2: concepts joined across sources;
 #: 3: a lexicon mined from its names; 4: HPO branches as concept types; 5: Chinese and Japanese words
@@ -22,6 +25,9 @@ DEFAULT_BUNDLE_REVISION = 16
 #: of 11 (AVX-512 BF16) to 30 (AVX2) minutes of encoding 248k names. `babelink update --index hnsw`
 #: gives it the FAISS search of every name (BENCHMARKS.md has both).
 DEFAULT_INDEX = DenseParams(kind="lazy")
+#: The encoder its names and mentions are encoded with: a packaged trained artefact
+#: (`encoders.artefacts`) or `default`, the bundled multilingual-e5-small as it comes.
+DEFAULT_ENCODER = "default"
 
 
 def default_bundle_path() -> Path:
@@ -35,16 +41,26 @@ def default_bundle() -> Path:
     minute on two CPU cores; names are encoded on first need)."""
     path = default_bundle_path()
     if not (path / MANIFEST).is_file():
-        from babelink.kb.default import SOURCES, build_default_kb
+        from babelink.kb.default import build_default_kb
         from babelink.progress import progress_bar
         from babelink.translate.mining import mine_lexicon
 
         print(f"babelink: building the embedded default bundle in {path} (once; names are encoded as queries "
               "need them, `babelink update --index hnsw` encodes them all)", file=sys.stderr)
-        sources = {label: asdict(source) for label, source in SOURCES.items()}
         with progress_bar("reading vocabularies") as progress:
-            release = ", ".join(f"{source.package} {source.version}" for source in SOURCES.values())
             kb = build_default_kb()
-            build_bundle(kb, path, progress=progress, translations=mine_lexicon(kb), dense_params=DEFAULT_INDEX,
-                         kb_source={"name": "embedded-default", "version": release, "sources": sources})
+            write_default_bundle(kb, mine_lexicon(kb), path, progress=progress)
     return path
+
+
+def write_default_bundle(kb: KnowledgeBase, lexicon: Lexicon, path: Path, *, encoder: str = DEFAULT_ENCODER,
+                         progress: Callable[[str, int, int], None] | None = None) -> Path:
+    """Build the default bundle of `kb` (`kb.default.build_default_kb`) and the `lexicon` mined from
+    its names into `path`, as `default_bundle` does; `encoder` other than the default's is how the
+    benchmarks weigh another one on the same bundle."""
+    from babelink.kb.default import SOURCES
+
+    sources = {label: asdict(source) for label, source in SOURCES.items()}
+    release = ", ".join(f"{source.package} {source.version}" for source in SOURCES.values())
+    return build_bundle(kb, path, encoder=encoder, progress=progress, translations=lexicon, dense_params=DEFAULT_INDEX,
+                        kb_source={"name": "embedded-default", "version": release, "sources": sources})

