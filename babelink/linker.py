@@ -212,13 +212,15 @@ class Linker:
 
     @cached_property
     def calibration(self) -> Calibration | None:
-        """The calibrator (the bundle's own `calibration.json`, else the one shipped with
-        babelink) bound to the bundle's name scripts; None for a linker made `calibrated=False`
-        (to gather the raw scores a calibrator is trained on)."""
+        """The calibrator (the bundle's own `calibration.json`, else the one shipped for its
+        encoder, `Calibrator.shipped`) bound to the bundle's name scripts; None for a linker made
+        `calibrated=False` (to gather the raw scores a calibrator is trained on)."""
         if not self.calibrated:
             return None
-        own = self.bundle.path / CALIBRATION_FILE
-        calibrator = Calibrator.load(own if CALIBRATION_FILE in self.bundle.manifest["files"] else None)
+        if CALIBRATION_FILE in self.bundle.manifest["files"]:
+            calibrator = Calibrator.load(self.bundle.path / CALIBRATION_FILE)
+        else:
+            calibrator = Calibrator.shipped(self.bundle.manifest.get("dense", {}).get("encoder", {}).get("name"))
         return Calibration(calibrator, self.bundle.scripts)
 
     @property

@@ -1,7 +1,7 @@
 """Calibrated link decisions: train the `normalize` and `link` models, check them leave-one-language-out.
 
     python benchmarks/calibrate.py [--lexicons DIR_OR_FILE ...] [--data ../shared/data] [--no-write]
-        [--write-default]
+        [--write-default] [--encoder NAME]
 
 Data (visible dev annotations, several languages): XL-BEL v0.0 (en es de zh ja; every query, the
 out-of-KB ones as NIL examples), Mantra GSC (en es fr), QUAERO train and dev (fr) on the open-umls
@@ -20,6 +20,9 @@ translation, from the same proposals. The open-umls bundle's concepts are typed 
 whose best concept is a clinical modifier (`link.modifiers`), and with them (the baseline), the
 calibrator fitted on the proposals of each. `--write-default` fits both on every language, without
 the modifier spans, and writes `babelink/retrieve/calibration.json`, the calibrator babelink ships.
+`--encoder NAME`: the bundles are built with that packaged trained encoder, whose cosines lie
+elsewhere than the bundled e5's; `--write-default` then writes its own calibrator beside it
+(`babelink/encoders/trained/NAME.calibration.json`), which bundles encoded by it use.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from babelink.linker import Linker
 from babelink.retrieve.calibration import (
     CALIBRATION_FILE,
     FEATURES,
+    SHIPPED_SUFFIX,
     Calibrator,
     Model,
 )
@@ -239,11 +243,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lexicons", nargs="+", help="lexicon files or directories (default: the shared MUSE ones)")
     parser.add_argument("--write-default", action="store_true", help="write babelink/retrieve/calibration.json")
+    parser.add_argument("--encoder", default="default", help="a packaged trained encoder (default: the bundled e5)")
     args = arguments(parser.description, parser)
     specs = args.lexicons or [str(args.data / "translations" / "muse")]
     started = time.perf_counter()
-    umls = load_bundle(cached_bundle(args.data, "open-umls", types="hpo"))
-    medic = load_bundle(cached_bundle(args.data, "ctd-medic"))
+    encoded = {} if args.encoder == "default" else {"encoder": args.encoder}
+    umls = load_bundle(cached_bundle(args.data, "open-umls", types="hpo", **encoded))
+    medic = load_bundle(cached_bundle(args.data, "ctd-medic", **encoded))
+    encoder = "bundled multilingual-e5-small" if args.encoder == "default" else args.encoder
     translated = replace(umls, lexicon=read_lexicons(specs))
     linkers = {"open-umls": Linker(translated, calibrated=False), "ctd-medic": Linker(medic, calibrated=False)}
     plain = {"open-umls": Linker(umls, calibrated=False), "ctd-medic": linkers["ctd-medic"]}
@@ -256,9 +263,10 @@ def main() -> None:
 
     lines = [(f"## {time.strftime('%Y-%m-%d')} — calibrated link decisions, leave-one-language-out "
              f"(commit `{commit()}`)"), "",
-             (f"Command: `python benchmarks/calibrate.py{' --write-default' if args.write_default else ''}` · "
+             (f"Command: `python benchmarks/calibrate.py{' --write-default' if args.write_default else ''}"
+              f"{'' if args.encoder == 'default' else ' --encoder ' + args.encoder}` · "
               f"lexicons on open-umls: `{' '.join(map(shared_path, specs))}` · bundles: default open-umls and CTD "
-              f"MEDIC hybrid, bundled encoder · machine: {machine()}"), "",
+              f"MEDIC hybrid, encoder: {encoder} · machine: {machine()}"), "",
              (f"Examples: `normalize` {sum(len(f) for f in normalize.features):,} candidates of "
               f"{len(normalize.features):,} mentions (XL-BEL v0.0 every query, Mantra, QUAERO train + dev, NCBI and "
               f"BC5CDR dev; out-of-KB mentions are NIL examples); `link` "
@@ -329,9 +337,10 @@ def main() -> None:
               "", f"Run time {time.perf_counter() - started:.0f} s.", ""]
     if args.write_default:
         trained_on = {"sets": ["XL-BEL v0.0", *CORPORA], "languages": sorted(set(norm_langs) | set(link_langs)),
-                      "encoder": "bundled multilingual-e5-small", "commit": commit()}
+                      "encoder": encoder, "commit": commit()}
         Calibrator({"normalize": normalize_model, "link": link_model}, trained_on).save(
-            ROOT / "babelink" / "retrieve" / CALIBRATION_FILE)
+            ROOT / "babelink" / "retrieve" / CALIBRATION_FILE if args.encoder == "default"
+            else ROOT / "babelink" / "encoders" / "trained" / f"{args.encoder}{SHIPPED_SUFFIX}")
     publish("\n".join(lines), not args.no_write, "calibration")
 
 

@@ -46,6 +46,8 @@ def ranking_depth(top_k: int, calibration: Calibration | None) -> int:
     return top_k if calibration is None else top_k + LOOKAHEAD
 #: The shipped calibrator (a package resource), and a bundle's own under the same name.
 CALIBRATION_FILE = "calibration.json"
+#: A packaged trained encoder's calibrator: `babelink/encoders/trained/<name><suffix>`.
+SHIPPED_SUFFIX = ".calibration.json"
 
 
 def check_probability(value: float) -> float:
@@ -148,6 +150,14 @@ class Calibrator:
 
     def save(self, path: Path) -> None:
         path.write_text(json.dumps(self.to_dict(), indent=1) + "\n", encoding="utf-8")
+
+    @classmethod
+    def shipped(cls, encoder: str | None = None) -> Calibrator:
+        """The calibrator shipped for bundles encoded by `encoder`: a packaged trained encoder's own
+        (`trained/NAME.calibration.json` beside it), fitted on its scores, whose cosines lie
+        elsewhere than the bundled e5's; else babelink's, fitted on the bundled e5's."""
+        own = resources.files("babelink.encoders").joinpath("trained", f"{encoder}{SHIPPED_SUFFIX}")
+        return cls.load(Path(str(own)) if encoder and own.is_file() else None)
 
     @classmethod
     def load(cls, path: Path | None = None) -> Calibrator:

@@ -9,9 +9,17 @@ import numpy as np
 import pytest
 from support import babelink, build_sparse_bundle
 
+from babelink.encoders.artefacts import packaged
 from babelink.errors import BundleError, InvalidInputError
 from babelink.linker import Linker
-from babelink.retrieve.calibration import FEATURES, Calibrator, Model, candidate_features, script_shares
+from babelink.retrieve.calibration import (
+    FEATURES,
+    SHIPPED_SUFFIX,
+    Calibrator,
+    Model,
+    candidate_features,
+    script_shares,
+)
 from babelink.retrieve.candidate import Candidate
 
 
@@ -59,6 +67,16 @@ def test_a_calibrator_with_other_features_is_a_clear_error(tmp_path):
 def test_the_shipped_calibrator_loads():
     calibrator = Calibrator.load()
     assert set(calibrator.models) == {"normalize", "link"} and calibrator.trained_on["languages"]
+
+
+def test_a_packaged_encoder_gets_its_own_calibrator_where_one_ships_and_others_babelinks():
+    """A trained encoder's cosines lie elsewhere than the bundled e5's: its probabilities come from
+    a calibrator fitted on them where one ships beside it."""
+    shipped = Calibrator.load().trained_on
+    assert Calibrator.shipped(None).trained_on == shipped and Calibrator.shipped("default").trained_on == shipped
+    for name, artefact in packaged().items():
+        own = artefact.with_name(name + SHIPPED_SUFFIX)
+        assert Calibrator.shipped(name).trained_on == (Calibrator.load(own).trained_on if own.is_file() else shipped)
 
 
 @pytest.fixture(scope="module")
