@@ -39,10 +39,12 @@ from report import ROOT, arguments, cached_bundle, commit, machine, publish, sha
 from babelink import augment
 from babelink.bundle.store import load_bundle
 from babelink.detect.overlaps import resolve_overlaps
+from babelink.encoders.artefacts import packaged
 from babelink.eval.linking import in_kb_gold
 from babelink.eval.metrics import span_scores
 from babelink.formats import read_documents
 from babelink.formats.xlbel import read_xlbel
+from babelink.fsutil import sha256_file
 from babelink.link.modifiers import concept_types, is_modifier
 from babelink.linker import Linker
 from babelink.retrieve.calibration import (
@@ -337,7 +339,9 @@ def main() -> None:
               "", f"Run time {time.perf_counter() - started:.0f} s.", ""]
     if args.write_default:
         trained_on = {"sets": ["XL-BEL v0.0", *CORPORA], "languages": sorted(set(norm_langs) | set(link_langs)),
-                      "encoder": encoder, "commit": commit()}
+                      "encoder": encoder, "commit": commit(),
+                      **({} if args.encoder == "default"
+                         else {"artefact_sha256": sha256_file(packaged()[args.encoder])})}
         Calibrator({"normalize": normalize_model, "link": link_model}, trained_on).save(
             ROOT / "babelink" / "retrieve" / CALIBRATION_FILE if args.encoder == "default"
             else ROOT / "babelink" / "encoders" / "trained" / f"{args.encoder}{SHIPPED_SUFFIX}")

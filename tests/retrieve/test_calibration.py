@@ -11,6 +11,7 @@ from support import babelink, build_sparse_bundle
 
 from babelink.encoders.artefacts import packaged
 from babelink.errors import BundleError, InvalidInputError
+from babelink.fsutil import sha256_file
 from babelink.linker import Linker
 from babelink.retrieve.calibration import (
     FEATURES,
@@ -77,6 +78,8 @@ def test_a_packaged_encoder_gets_its_own_calibrator_where_one_ships_and_others_b
     for name, artefact in packaged().items():
         own = artefact.with_name(name + SHIPPED_SUFFIX)
         assert Calibrator.shipped(name).trained_on == (Calibrator.load(own).trained_on if own.is_file() else shipped)
+        if own.is_file():  # fitted on this very artefact's scores: a retrained one needs calibrate.py again
+            assert Calibrator.load(own).trained_on["artefact_sha256"] == sha256_file(artefact)
 
 
 @pytest.fixture(scope="module")
