@@ -19,15 +19,18 @@ from babelink.translate.lexicon import Lexicon
 #: inverted lists; 9, 10: cognates, then the same word, in its mined lexicon; 11: Arabic names without
 #: vowel marks; 12: semantic groups among the types; 13: a cognate met once kept as a further sense;
 #: 14: function words mined; 15: names normalised by revision 3 of `normalize_name`; 16: approximate
-#: vectors from token vectors fitted to whole names), so a cached default bundle from before is not reused.
-DEFAULT_BUNDLE_REVISION = 16
+#: vectors from token vectors fitted to whole names; 17: encoded by the trained e5-sap), so a cached
+#: default bundle from before is not reused.
+DEFAULT_BUNDLE_REVISION = 17
 #: 10k names encoded at build (`index.lazy`): the first answer comes minutes after install instead
 #: of 11 (AVX-512 BF16) to 30 (AVX2) minutes of encoding 248k names. `babelink update --index hnsw`
 #: gives it the FAISS search of every name (BENCHMARKS.md has both).
 DEFAULT_INDEX = DenseParams(kind="lazy")
 #: The encoder its names and mentions are encoded with: a packaged trained artefact
-#: (`encoders.artefacts`) or `default`, the bundled multilingual-e5-small as it comes.
-DEFAULT_ENCODER = "default"
+#: (`encoders.artefacts`) or `default`, the bundled multilingual-e5-small as it comes. `e5-sap`
+#: (SAP on open-umls' synonyms, 003/001) beat it on every language it never trained on and kept
+#: English (docs/training.md §4; BENCHMARKS.md, *The embedded default's encoder*).
+DEFAULT_ENCODER = "e5-sap"
 
 
 def default_bundle_path() -> Path:

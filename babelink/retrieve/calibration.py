@@ -156,8 +156,11 @@ class Calibrator:
         """The calibrator shipped for bundles encoded by `encoder`: a packaged trained encoder's own
         (`trained/NAME.calibration.json` beside it), fitted on its scores, whose cosines lie
         elsewhere than the bundled e5's; else babelink's, fitted on the bundled e5's."""
-        own = resources.files("babelink.encoders").joinpath("trained", f"{encoder}{SHIPPED_SUFFIX}")
-        return cls.load(Path(str(own)) if encoder and own.is_file() else None)
+        from babelink.encoders.artefacts import packaged
+
+        artefact = packaged().get(str(encoder))  # a checkpoint directory's path names none
+        own = artefact.with_name(f"{encoder}{SHIPPED_SUFFIX}") if artefact is not None else None
+        return cls.load(own if own is not None and own.is_file() else None)
 
     @classmethod
     def load(cls, path: Path | None = None) -> Calibrator:
