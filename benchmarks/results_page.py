@@ -68,6 +68,8 @@ _NORMALIZATION = Summary("system", "Acc@1", ("hybrid + spans + abbreviations", "
 #: A trained encoder's rows beside the same system over the bundled encoder's bundle, the same run.
 _TRAINED = Summary("system", "Acc@1", ("hybrid + translations", "hybrid"), "hybrid, bundled encoder", key="set")
 _LINKING = Summary("system", "strict F1", ("hybrid + spans",), "sparse baseline", key="corpus")
+_CALIBRATION = Summary("decision", "strict F1", ("cosine ≥ 0.98 with translation, modifiers left",), "today",
+                       key="corpus")
 HEADLINES = (
     Headline("Normalization, UMLS stand-in (open-umls), bundled encoder", "normalization", "normalization.py",
              "Acc@1", having=("--kb open-umls",), without=("--encoder", "--systems"), summary=_NORMALIZATION),
@@ -88,6 +90,11 @@ HEADLINES = (
     Headline("Embedded default: link with a semantic-group filter (`--types DISO`, `--types CHEM`)", "end-to-end",
              "default_groups.py", "strict P / R / F1",
              summary=Summary("system", "strict P / R / F1", ("`--types",), "no filter", key="set")),
+    Headline("The embedded default's encoder: normalize, on the default itself", "normalization",
+             "default_encoder.py", "Acc@5", summary=Summary("system", "Acc@1", ("e5-sap",), "bundled e5", key="set")),
+    Headline("The embedded default's encoder: `link --types DISO`, threshold chosen on dev", "normalization",
+             "default_encoder.py", "strict P / R / F1",
+             summary=Summary("system", "strict P / R / F1", ("e5-sap",), "bundled e5", key="set")),
     Headline("Document linking, learned detector (transformer + CRF)", "end-to-end", "end_to_end.py", "strict F1",
              having=("--ner",), summary=replace(_LINKING, systems=("ner + hybrid + spans",))),
     Headline("Document linking, one-pass dual encoder (004)", "dual-encoder", "dual_encoder.py", "strict F1",
@@ -117,8 +124,9 @@ HEADLINES = (
              "language", without=("--encoder",),
              summary=Summary("system", "mean Acc@1", ("hybrid + translations",), "hybrid", key="languages")),
     Headline("Calibrated link decisions and translation, leave-one-language-out", "calibration", "calibrate.py",
-             "decision", summary=Summary("decision", "strict F1", ("cosine ≥ 0.98 with translation, modifiers left",),
-                                         "today", key="corpus")),
+             "decision", without=("--encoder",), summary=_CALIBRATION),
+    Headline("Calibrated link decisions, a trained encoder's own calibrator (`--encoder`)", "calibration",
+             "calibrate.py", "decision", having=("--encoder",), summary=_CALIBRATION),
     Headline("SAP-trained encoders, XL-BEL and Mantra GSC", "sap-training", "sap_training.py", "mean Acc@1"),
     Headline("Encoders trained by the training job: every model on every set, per language", "training",
              "gpu_job.py", "left out by"),
