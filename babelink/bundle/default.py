@@ -31,6 +31,10 @@ DEFAULT_INDEX = DenseParams(kind="lazy")
 #: (SAP on open-umls' synonyms, 003/001) beat it on every language it never trained on and kept
 #: English (docs/training.md §4; BENCHMARKS.md, *The embedded default's encoder*).
 DEFAULT_ENCODER = "e5-sap"
+#: What `link` uses on the default bundle: its encoder's link threshold, chosen on NCBI-disease and
+#: BC5CDR-Disease dev with `--types DISO` (`benchmarks/default_encoder.py`; the library's 0.98 was
+#: chosen for the bundled e5, whose cosines crowd near 1).
+DEFAULT_LINK_THRESHOLDS = {"link_threshold": 0.97}
 
 
 def default_bundle_path() -> Path:
@@ -60,10 +64,11 @@ def write_default_bundle(kb: KnowledgeBase, lexicon: Lexicon, path: Path, *, enc
                          progress: Callable[[str, int, int], None] | None = None) -> Path:
     """Build the default bundle of `kb` (`kb.default.build_default_kb`) and the `lexicon` mined from
     its names into `path`, as `default_bundle` does; `encoder` other than the default's is how the
-    benchmarks weigh another one on the same bundle."""
+    benchmarks weigh another one on the same bundle (with the library's link thresholds)."""
     from babelink.kb.default import SOURCES
 
     sources = {label: asdict(source) for label, source in SOURCES.items()}
     release = ", ".join(f"{source.package} {source.version}" for source in SOURCES.values())
     return build_bundle(kb, path, encoder=encoder, progress=progress, translations=lexicon, dense_params=DEFAULT_INDEX,
-                        kb_source={"name": "embedded-default", "version": release, "sources": sources})
+                        kb_source={"name": "embedded-default", "version": release, "sources": sources},
+                        link_thresholds=DEFAULT_LINK_THRESHOLDS if encoder == DEFAULT_ENCODER else None)

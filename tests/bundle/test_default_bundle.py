@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from babelink.bundle.default import DEFAULT_ENCODER, write_default_bundle
+from babelink.bundle.default import DEFAULT_ENCODER, DEFAULT_LINK_THRESHOLDS, write_default_bundle
 from babelink.bundle.store import load_bundle
 from babelink.encoders import DEFAULT
 from babelink.encoders.artefacts import MAX_BYTES, packaged, read_manifest
@@ -39,6 +39,7 @@ def test_the_default_bundle_is_built_and_queried_with_its_encoder(tmp_path):
     assert bundle.manifest["dense"]["encoder"]["name"] == DEFAULT_ENCODER
     assert bundle.manifest["dense"]["index"]["kind"] == "lazy"
     assert bundle.manifest["kb"]["source"]["name"] == "embedded-default"
+    assert bundle.manifest["link"] == DEFAULT_LINK_THRESHOLDS  # chosen on dev for its encoder
     linker = Linker(bundle)
     assert linker.calibration.calibrator.trained_on == Calibrator.shipped(DEFAULT_ENCODER).trained_on
     top = [candidates[0].concept_id for candidates in linker.normalize(["heart attack", "fiebre alta"], 1)]
