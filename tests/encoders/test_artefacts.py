@@ -1,6 +1,8 @@
 """Encoder artefacts: LoRA adapters and students applied to their base, the size limit, wrong bases refused."""
 
 import json
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -107,3 +109,12 @@ def test_only_a_non_commercial_licence_is_called_so():
     assert terms(training("custom terms of the NCBI")).endswith("restrict its use: corpus (custom terms of the NCBI)")
     assert "to non-commercial ends" in terms(training("CC-BY-NC-SA-4.0"))
 
+
+
+def test_a_packaged_artefacts_manifest_is_read_without_torch():
+    """The ONNX runtime's start-up (a mention on the command line) opens the default's trained
+    encoder by name: reading its manifest must not pull PyTorch in."""
+    script = ("import sys; from babelink.encoders.artefacts import packaged, read_manifest;"
+              "assert all(read_manifest(path)['kind'] for path in packaged().values());"
+              "assert 'torch' not in sys.modules, 'imported torch'")
+    subprocess.run([sys.executable, "-c", script], check=True)
