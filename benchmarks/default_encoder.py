@@ -88,7 +88,6 @@ def normalized(bundle, query_set) -> dict:
     linker.normalize(["warm-up"])
     result = benchmark.run_normalization(
         lambda mentions: [[c.concept_id for c in cs] for cs in linker.normalize(mentions, top_k=5)], query_set)
-    result["encoded"] = linker.bundle.dense.encoded()
     result["groups"] = result["groups"] or {query_set.queries[0].lang: result["overall"]}  # one language
     return result
 
