@@ -220,7 +220,7 @@ class Linker:
         if CALIBRATION_FILE in self.bundle.manifest["files"]:
             calibrator = Calibrator.load(self.bundle.path / CALIBRATION_FILE)
         else:
-            calibrator = Calibrator.shipped(self.bundle.manifest.get("dense", {}).get("encoder", {}).get("name"))
+            calibrator = Calibrator.shipped(self.bundle.encoder_name)
         return Calibration(calibrator, self.bundle.scripts)
 
     @property

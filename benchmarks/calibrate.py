@@ -344,7 +344,7 @@ def main() -> None:
                          else {"artefact_sha256": sha256_file(packaged()[args.encoder])})}
         Calibrator({"normalize": normalize_model, "link": link_model}, trained_on).save(
             ROOT / "babelink" / "retrieve" / CALIBRATION_FILE if args.encoder == "default"
-            else ROOT / "babelink" / "encoders" / "trained" / f"{args.encoder}{SHIPPED_SUFFIX}")
+            else packaged()[args.encoder].with_name(f"{args.encoder}{SHIPPED_SUFFIX}"))  # where `shipped` looks
     publish("\n".join(lines), not args.no_write, "calibration")
 
 

@@ -90,6 +90,12 @@ class Bundle:
     def retriever(self) -> str:
         return self.manifest["retriever"]
 
+    @property
+    def encoder_name(self) -> str | None:
+        """What its names were encoded with: `default` (the bundled e5), a packaged trained
+        encoder's name or a checkpoint directory; None for a sparse bundle."""
+        return self.manifest.get("dense", {}).get("encoder", {}).get("name")
+
     @cached_property
     def languages(self) -> frozenset[str]:
         """The languages the bundle reads: those of its names (and its labeled spans') and of its

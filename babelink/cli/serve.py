@@ -38,7 +38,7 @@ def info(
     if loaded.dense is not None and loaded.dense.params.kind == "lazy":  # how far first needs have encoded it
         shown["name_vectors"] = {"store": str(loaded.dense.store.directory), "encoded": loaded.dense.encoded(),
                                  "names": len(loaded.names)}
-    name = loaded.manifest.get("dense", {}).get("encoder", {}).get("name")
+    name = loaded.encoder_name
     if name in packaged():
         trained = read_manifest(packaged()[name])
         shown["encoder"] = {"name": name, "terms": terms(trained), "training": trained["training"]}

@@ -170,7 +170,7 @@ def _add_error_handlers(app: FastAPI, pool: WorkerPool) -> None:
 def _health(linker: Linker, limits: ServiceLimits, pool: WorkerPool) -> dict:
     bundle = linker.bundle
     manifest = bundle.manifest
-    encoder = manifest.get("dense", {}).get("encoder", {}).get("name")
+    encoder = bundle.encoder_name
     if encoder == DEFAULT:
         encoder = "multilingual-e5-small (bundled default)"
     return {
