@@ -95,6 +95,8 @@ HEADLINES = (
     Headline("The embedded default's encoder: `link --types DISO`, threshold chosen on dev", "normalization",
              "default_encoder.py", "strict P / R / F1",
              summary=Summary("system", "strict P / R / F1", ("e5-sap",), "bundled e5", key="set")),
+    Headline("The embedded default's link threshold, a language left out", "normalization", "default_encoder.py",
+             "language left out"),
     Headline("Document linking, learned detector (transformer + CRF)", "end-to-end", "end_to_end.py", "strict F1",
              having=("--ner",), summary=replace(_LINKING, systems=("ner + hybrid + spans",))),
     Headline("Document linking, one-pass dual encoder (004)", "dual-encoder", "dual_encoder.py", "strict F1",
