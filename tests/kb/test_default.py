@@ -248,6 +248,10 @@ def test_mesh_headings(tmp_path):
     assert len(kb) == 4  # a qualifier row is no concept
     assert concept(kb, "MESH:D003924")["types"] == ["DISO"]  # etiology is allowed: a disease
     assert concept(kb, "MESH:D008012")["types"] == []  # no qualifier here says what it is
+    named = {concept_id: sorted((name, term_type) for name, _, term_type, _ in names_of(kb, concept_id))
+             for concept_id in ("MESH:D003924", "MESH:D008012")}
+    assert named == {"MESH:D003924": [("Diabetes Mellitus, Type 2", "PT"), ("Type 2 Diabetes Mellitus", "PM")],
+                     "MESH:D008012": [("Lidocaine", "PT")]}
 
     bad = make_wheel(
         tmp_path / "bad.whl",
@@ -256,6 +260,18 @@ def test_mesh_headings(tmp_path):
     with pytest.raises(InputFormatError, match="MeSH descriptor") as caught:
         mesh.add_mesh(KnowledgeBaseBuilder(), bad)
     assert caught.value.line == 7
+
+
+@pytest.mark.parametrize("heading, natural", [
+    ("Arthritis, Rheumatoid", "Rheumatoid Arthritis"),
+    ("Leukemia, Myeloid, Acute", "Acute Myeloid Leukemia"),
+    ("Neoplasms, Glandular and Epithelial", "Glandular and Epithelial Neoplasms"),
+    ("Sex Differentiation Disorders, 46,XY", "46,XY Sex Differentiation Disorders"),
+    ("Phosphatidylinositol 4,5-Diphosphate", None),
+    ("Hypertension", None),
+])
+def test_mesh_heading_in_natural_order(heading, natural):
+    assert mesh.natural_order(heading) == natural
 
 
 def drug_wheel(path: Path, data: object) -> Path:
@@ -358,10 +374,11 @@ def test_real_default_kb(real_kb):
     e11 = {lang: name for name, lang, _, _ in names_of(kb, "ICD10:E11.9")}
     assert e11["de"] == "Diabetes mellitus, Typ 2: Ohne Komplikationen"
     assert not any(" | " in name for name in kb.names.column("name").to_pylist())
-    assert kb.preferred_name("MESH:D003924") == "Diabetes Mellitus, Type 2"
+    assert kb.resolve("MESH:D003924") == "ICD10:E11"  # "Diabetes Mellitus, Type 2" in natural order: E11's title
     assert kb.resolve("DRUGBANK:DB00281") == "MESH:D008012"  # lidocaine merged into its MeSH descriptor
     assert "HP:0000057" not in kb  # obsolete
     assert kb.resolve("MESH:D006973") == "HP:0000822"  # Hypertension: HPO label = MeSH heading, one to one
+    assert kb.resolve("MESH:D001172") == "HP:0001370"  # Rheumatoid arthritis: "Arthritis, Rheumatoid" in natural order
     assert kb.resolve("ICD10:Q21.1") == "HP:0001631"  # Atrial septal defect: HPO's ICD-10 cross-reference
     assert kb.resolve("HP:0001655") == "HP:0001655"  # Patent foramen ovale cites Q21.1 too: not joined
     groups = {concept_id: set(types) & set(GROUPS) for concept_id, types in

