@@ -114,29 +114,34 @@ def normalized(bundle, query_set) -> dict:
     return result
 
 
-def scored_gold(documents: list, linked_set: LinkedSet, kb, codes: dict[str, set[str]]
+def disorders_of(kb, codes: dict[str, set[str]]) -> dict[str, set[str]]:
+    """UMLS CUI → the disorder (DISO) concepts of the default its open-umls codes resolve to."""
+    disorders = {concept for concept, types in zip(kb.concepts.column("concept_id").to_pylist(),
+                                                   kb.concepts.column("types").to_pylist()) if "DISO" in (types or ())}
+    return {cui: {concept for code in found if (concept := kb.resolve(code)) in disorders}
+            for cui, found in codes.items()}
+
+
+def scored_gold(documents: list, linked_set: LinkedSet, kb, disorders: dict[str, set[str]]
                 ) -> tuple[dict[tuple[str, int, int], frozenset[str]], set[tuple[str, int, int]]]:
     """The gold mentions scored (span → concept ids of the default) and the spans left unjudged.
 
     NCBI-disease and BC5CDR name MEDIC (MeSH, OMIM) ids: their mentions the KB lacks stay gold, as
     in every run before. Mantra and QUAERO annotate every semantic group with CUIs that reach the
     default only through open-umls, a disorder vocabulary: a mention is gold when its CUIs reach a
-    disorder (DISO) of the default, and a prediction at a mention they do not reach is not scored."""
+    disorder of the default (`disorders`, from `disorders_of`), and a prediction at a mention they
+    do not reach is not scored."""
     from babelink.augment import gold_resolver
     from babelink.eval.linking import in_kb_gold
 
     if not linked_set.cuis:
         kept = None if linked_set.kept_type is None else {linked_set.kept_type}
         return in_kb_gold(documents, gold_resolver(kb), kept), set()
-    types = dict(zip(kb.concepts.column("concept_id").to_pylist(), kb.concepts.column("types").to_pylist()))
-    disorders = {concept: concept for concept, concept_types in types.items() if "DISO" in (concept_types or ())}
-    reached = {cui: sorted(filter(None, (disorders.get(kb.resolve(code) or "") for code in found)))
-               for cui, found in codes.items()}
     gold: dict[tuple[str, int, int], set[str]] = defaultdict(set)
     for document in documents:
         for annotation in document.annotations:
             ids = gold[document.id, annotation.start, annotation.end]
-            ids.update(concept for cui in annotation.concept_ids for concept in reached.get(cui, ()))
+            ids.update(concept for cui in annotation.concept_ids for concept in disorders.get(cui, ()))
     return {span: frozenset(ids) for span, ids in gold.items() if ids}, {span for span, ids in gold.items() if not ids}
 
 
@@ -150,11 +155,12 @@ def linked(bundle, data: Path, codes: dict[str, set[str]]) -> dict:
     from babelink.retrieve.filters import NameFilter
 
     linker = Linker(emptied_store(bundle)).filtered(NameFilter.of(types=["DISO"]))
+    disorders = disorders_of(bundle.kb, codes)
     corpora = {}
     for linked_set in (*TUNING, *TEST):
         documents = [replace(document, lang=linked_set.lang) for path in linked_set.paths
                      for document in read_documents(data / "bench" / path)]
-        corpora[linked_set.name] = (documents, *scored_gold(documents, linked_set, bundle.kb, codes))
+        corpora[linked_set.name] = (documents, *scored_gold(documents, linked_set, bundle.kb, disorders))
 
     def scores(name: str, threshold: float) -> dict:
         documents, gold, unjudged = corpora[name]
